@@ -1,0 +1,184 @@
+// Package engine defines the contract between rudp's protocol engines and the
+// root package, and the pieces every engine shares: the RFC 6298 RTT
+// estimator and serial-number arithmetic.
+//
+// An Engine is one end of one association, written sans-I/O: it owns no
+// socket, starts no goroutine, never reads the clock and keeps no global
+// state. Time comes in as an argument to every call that needs it and
+// randomness from a source given at construction, so that an engine driven
+// by the same inputs produces the same outputs, byte for byte.
+//
+// Engines are not safe for concurrent use; the caller serialises all calls.
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// Delivery is how a message is to be delivered.
+type Delivery uint8
+
+const (
+	// Reliable messages are delivered exactly once or the association fails.
+	Reliable Delivery = iota
+	// Unreliable messages are delivered at most once.
+	Unreliable
+	// Passive messages are delivered at most once and are dropped first
+	// under pressure (protocols that distinguish them, such as POROUS).
+	Passive
+)
+
+// String returns "reliable", "unreliable" or "passive".
+func (d Delivery) String() string {
+	switch d {
+	case Reliable:
+		return "reliable"
+	case Unreliable:
+		return "unreliable"
+	case Passive:
+		return "passive"
+	}
+	return "delivery(?)"
+}
+
+// SendOptions carries what a protocol can express about one message. Fields
+// a protocol cannot express must be zero; an engine returns
+// ErrUnsupported for a value it cannot honour.
+type SendOptions struct {
+	Delivery Delivery
+	// Channel selects a channel on protocols that have them (POROUS).
+	Channel uint8
+	// MessageNumber is the LLUDP message number.
+	MessageNumber uint32
+}
+
+// Message is one delivered message. Data is owned by the receiver of the
+// Message: the engine keeps no reference to it.
+type Message struct {
+	Data          []byte
+	Channel       uint8
+	Reliable      bool
+	MessageNumber uint32
+}
+
+// State is the lifecycle state of an association.
+type State uint8
+
+const (
+	// StateHandshake: the association is being set up; messages may be
+	// queued and, on some protocols, already ride on handshake packets.
+	StateHandshake State = iota
+	// StateEstablished: both ends know each other.
+	StateEstablished
+	// StateClosing: Close was called; queued messages are still delivered
+	// and the peer is still answered, no new message is accepted.
+	StateClosing
+	// StateClosed: the association is over. Err tells why when it ended
+	// abnormally.
+	StateClosed
+)
+
+// String returns the state's lower-case name.
+func (s State) String() string {
+	switch s {
+	case StateHandshake:
+		return "handshake"
+	case StateEstablished:
+		return "established"
+	case StateClosing:
+		return "closing"
+	case StateClosed:
+		return "closed"
+	}
+	return "state(?)"
+}
+
+// Capabilities tells the layers above what an engine can carry.
+type Capabilities struct {
+	// MaxMessage is the largest message Send accepts, in bytes.
+	MaxMessage int
+	// MaxQueued is how many messages may be pending (accepted by Send and
+	// not yet confirmed) before Send returns ErrQueueFull.
+	MaxQueued int
+	// Ordered reports whether reliable messages are delivered in the order
+	// they were sent.
+	Ordered bool
+	// Channels is the number of channels (1 for protocols without them).
+	Channels int
+	// Unreliable reports whether Unreliable and Passive delivery exist.
+	Unreliable bool
+}
+
+// Stats are an engine's counters. Counters only grow.
+type Stats struct {
+	PacketsSent     uint64 // datagrams returned by Poll
+	PacketsReceived uint64 // datagrams accepted by HandleDatagram
+	BytesSent       uint64 // bytes of those datagrams
+	BytesReceived   uint64
+	PacketsRejected uint64 // datagrams refused: malformed, wrong session, out of range
+	MessagesSent    uint64 // messages put on the wire for the first time
+	MessagesRecv    uint64 // messages delivered through Recv
+	Retransmits     uint64 // messages sent again after a loss
+	Duplicates      uint64 // duplicate packets or messages dropped
+	PeerRestarts    uint64 // new peer sessions seen after the first
+	SRTT            time.Duration
+	RTTVar          time.Duration
+	RTO             time.Duration
+}
+
+// Engine is one end of one association, as a pure state machine.
+//
+// Byte ownership: HandleDatagram and Send copy what they keep, so the caller
+// may reuse p at once. Poll writes into the caller's buf. Recv hands over a
+// Message whose Data the engine no longer references.
+type Engine interface {
+	// HandleDatagram processes one datagram received from the peer at now.
+	// A malformed or unacceptable datagram returns an error wrapping
+	// ErrMalformed or ErrRejected, is counted in Stats.PacketsRejected and
+	// changes no protocol state.
+	HandleDatagram(now time.Time, p []byte) error
+	// Send queues one message. Errors: ErrMessageTooLarge, ErrEmptyMessage,
+	// ErrQueueFull, ErrUnsupported, ErrClosed (after Close or failure).
+	Send(p []byte, opt SendOptions) error
+	// Poll advances timers to now and writes the next datagram due into
+	// buf, returning its length, or 0 when nothing is due. Call it until it
+	// returns 0. buf must hold at least the engine's datagram size.
+	Poll(now time.Time, buf []byte) int
+	// Recv returns the next delivered message, if any.
+	Recv() (Message, bool)
+	// Deadline is when Poll must next be called; zero if no timer runs.
+	Deadline() time.Time
+	// Close begins a graceful close at now: pending messages are still
+	// delivered, the peer is still answered, and the engine reaches
+	// StateClosed when done or when its linger timer runs out.
+	Close(now time.Time)
+	// State is the current lifecycle state.
+	State() State
+	// Err is why the association ended when State is StateClosed and the
+	// end was not a graceful close; nil otherwise.
+	Err() error
+	// Pending is the number of messages accepted by Send whose delivery is
+	// not yet confirmed by the peer.
+	Pending() int
+	// Stats returns a snapshot of the counters.
+	Stats() Stats
+	// Capabilities describes what this engine carries.
+	Capabilities() Capabilities
+}
+
+// Errors shared by all engines. The root package re-exports the ones users
+// see, so errors.Is matches across the layers.
+var (
+	ErrMessageTooLarge  = errors.New("message too large")
+	ErrEmptyMessage     = errors.New("empty message")
+	ErrQueueFull        = errors.New("send queue full")
+	ErrUnsupported      = errors.New("send option not supported by protocol")
+	ErrClosed           = errors.New("association closed")
+	ErrMalformed        = errors.New("malformed datagram")
+	ErrRejected         = errors.New("datagram rejected")
+	ErrHandshakeTimeout = errors.New("handshake timeout")
+	ErrIdleTimeout      = errors.New("idle timeout: no datagram from peer")
+	ErrPeerRestarted    = errors.New("peer restarted with a new session")
+	ErrRetransmitLimit  = errors.New("retransmission limit reached")
+)
