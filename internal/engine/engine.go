@@ -181,4 +181,5 @@ var (
 	ErrIdleTimeout      = errors.New("idle timeout: no datagram from peer")
 	ErrPeerRestarted    = errors.New("peer restarted with a new session")
 	ErrRetransmitLimit  = errors.New("retransmission limit reached")
+	ErrLingerTimeout    = errors.New("linger timeout: messages left unconfirmed")
 )
