@@ -170,16 +170,25 @@ type Engine interface {
 // Errors shared by all engines. The root package re-exports the ones users
 // see, so errors.Is matches across the layers.
 var (
-	ErrMessageTooLarge  = errors.New("message too large")
-	ErrEmptyMessage     = errors.New("empty message")
-	ErrQueueFull        = errors.New("send queue full")
-	ErrUnsupported      = errors.New("send option not supported by protocol")
-	ErrClosed           = errors.New("association closed")
-	ErrMalformed        = errors.New("malformed datagram")
-	ErrRejected         = errors.New("datagram rejected")
-	ErrHandshakeTimeout = errors.New("handshake timeout")
-	ErrIdleTimeout      = errors.New("idle timeout: no datagram from peer")
-	ErrPeerRestarted    = errors.New("peer restarted with a new session")
-	ErrRetransmitLimit  = errors.New("retransmission limit reached")
-	ErrLingerTimeout    = errors.New("linger timeout: messages left unconfirmed")
+	ErrMessageTooLarge        = errors.New("message too large")
+	ErrEmptyMessage           = errors.New("empty message")
+	ErrQueueFull              = errors.New("send queue full")
+	ErrUnsupported            = errors.New("send option not supported by protocol")
+	ErrClosed                 = errors.New("association closed")
+	ErrMalformed              = errors.New("malformed datagram")
+	ErrRejected               = errors.New("datagram rejected")
+	ErrHandshakeTimeout error = timeoutError("handshake timeout")
+	ErrIdleTimeout      error = timeoutError("idle timeout: no datagram from peer")
+	ErrPeerRestarted          = errors.New("peer restarted with a new session")
+	ErrRetransmitLimit        = errors.New("retransmission limit reached")
+	ErrLingerTimeout          = errors.New("linger timeout: messages left unconfirmed")
 )
+
+// timeoutError is an error that reports Timeout() true, so that a
+// *net.OpError wrapping it is a net.Error timeout, as with quic-go's idle
+// timeout.
+type timeoutError string
+
+func (e timeoutError) Error() string   { return string(e) }
+func (e timeoutError) Timeout() bool   { return true }
+func (e timeoutError) Temporary() bool { return true }

@@ -54,3 +54,12 @@ func TestSerial(t *testing.T) {
 	require.True(t, Within16(3, 65530, 10))
 	require.False(t, Within16(11, 65530, 10))
 }
+
+func TestTimeoutErrors(t *testing.T) {
+	for _, err := range []error{ErrIdleTimeout, ErrHandshakeTimeout} {
+		var te interface{ Timeout() bool }
+		require.ErrorAs(t, err, &te)
+		require.True(t, te.Timeout())
+	}
+	require.NotErrorIs(t, ErrIdleTimeout, ErrHandshakeTimeout)
+}
