@@ -1,0 +1,96 @@
+// Package stream turns an engine's reliable messages into an ordered,
+// flow-controlled byte stream with half-close and reset.
+//
+// A Stream is one end of one stream, written sans-I/O: it owns no socket,
+// starts no goroutine, never reads the clock and holds no global state. The
+// caller moves bytes in and out:
+//
+//   - Write copies application bytes into the send buffer; NextFrame cuts
+//     the next frame to hand to the engine (one frame per reliable message).
+//   - HandleFrame takes every message the engine delivers; Read returns the
+//     bytes in order.
+//
+// Frames may be delivered in any order and more than once: every DATA frame
+// carries the absolute offset of its first byte, so the receiver rebuilds the
+// byte order whatever the engine's ordering. The engine must deliver every
+// frame at least once (or fail the association): frames are never
+// retransmitted by this layer, so framed bytes are not kept.
+//
+// A Stream is not safe for concurrent use; the caller serialises all calls.
+// Given the same calls, it produces the same frames, byte for byte.
+//
+// # Frames
+//
+// A frame is one type byte followed by its fields. Integers written "uvarint"
+// are unsigned LEB128 varints as written by encoding/binary.PutUvarint, in
+// their shortest form (a longer encoding of the same value is malformed).
+// Offsets count stream bytes from 0. A frame has no padding and no trailing
+// bytes.
+//
+//	type  name    fields after the type byte
+//	----  ------  --------------------------------------------------------------
+//	0x01  HELLO   magic "rudp" (4 bytes: 0x72 0x75 0x64 0x70), version (1 byte,
+//	              0x01), limit (uvarint): the initial receive window limit
+//	0x02  DATA    offset (uvarint), payload (the rest of the frame, 1 byte or
+//	              more); carries stream bytes [offset, offset+len(payload))
+//	0x03  WINDOW  limit (uvarint): the sender of the frame accepts stream bytes
+//	              up to offset limit-1 (limit = bytes read + receive window)
+//	0x04  FIN     final (uvarint): the stream is exactly final bytes long
+//	0x05  RST     code (1 byte): the stream is aborted; see CodeCancel,
+//	              CodeProtocol
+//
+// For example, HELLO advertising 65536 bytes is 01 72 75 64 70 01 80 80 04,
+// DATA of "hi" at offset 300 is 02 ac 02 68 69, WINDOW 1000 is 03 e8 07,
+// FIN 5 is 04 05 and RST with code 7 is 05 07.
+//
+// Each side sends HELLO first, then never again. A DATA frame fits in
+// Config.MaxFrame, so its payload holds at most MaxFrame-1-(size of the
+// offset varint) bytes, 21 or more since MaxFrame is at least 32.
+//
+// Receiving tolerates reordering and duplicates: WINDOW (and the HELLO limit)
+// only ever raises the peer's limit; DATA overlapping bytes already received
+// is trimmed; a repeated FIN with the same final offset or a repeated HELLO is
+// accepted. Because the engine may reorder, a DATA, FIN or RST frame that the
+// peer sent after its HELLO may be delivered before it: such frames are
+// checked and kept, but nothing is readable before the peer's HELLO has
+// been received and checked. With Config.Ordered set (an engine that delivers
+// in order), a first frame other than HELLO is a protocol violation.
+//
+// # Flow control
+//
+// The receiver advertises a limit: the stream offset up to which it accepts
+// bytes, equal to the bytes consumed by its reader plus Config.RecvWindow.
+// The HELLO carries the first limit (RecvWindow). When the reader has consumed
+// enough that the limit the receiver could advertise exceeds the last one sent
+// by at least a quarter of RecvWindow, a WINDOW frame is due. A sender blocked
+// at the limit is therefore always unblocked once the reader consumes what it
+// was sent: then the new limit exceeds the old one by the whole window. The
+// quarter keeps window updates to about four per window of data. No WINDOW is
+// sent once the peer's FIN has been received: the peer sends no more data.
+//
+// The sender frames DATA only below the peer's highest advertised limit,
+// which is 0 until the peer's HELLO has been received. DATA reaching beyond
+// the limit the receiver has sent is a protocol violation.
+//
+// # Memory
+//
+// The receive side holds at most Config.RecvWindow stream bytes (unread bytes
+// in order, plus segments received out of order) in a ring of at most
+// RecvWindow rounded up to 64 bytes, with one bit per byte more to track
+// out-of-order segments; the ring grows with use. The send side holds at most
+// Config.SendBuffer bytes accepted by Write and not yet framed, in a ring that
+// grows with use. Framed bytes are the engine's: a Stream keeps none.
+// Buffers are released when their direction is finished.
+//
+// # Termination
+//
+// CloseWrite queues FIN after all buffered bytes: the peer reads everything
+// then io.EOF. Abort queues RST with a code: Write accepts nothing more, Read
+// returns ErrAborted and no frame follows the RST. A peer's RST makes Read and
+// Err return ErrReset, except that a stream whose FIN had already been
+// received still reads its bytes then io.EOF. A frame that breaks the
+// protocol (malformed, wrong magic or version, DATA beyond the advertised
+// window or beyond the final offset, a conflicting FIN) makes HandleFrame
+// return an error wrapping ErrProtocol; the stream is then aborted with an
+// RST carrying CodeProtocol, and Read returns that error.
+package stream
