@@ -1,0 +1,133 @@
+// Package impair wraps a net.PacketConn so that the datagrams it sends are
+// lost, duplicated, delayed and reordered, as on a poor network path. It is
+// used by rudp's tests for real-socket runs on an impaired link and by
+// rudpcat's --loss and --delay flags.
+//
+// Impairments apply to outgoing datagrams only (WriteTo); wrap both ends to
+// impair both directions. Random choices come from a seeded generator, so
+// the sequence of decisions is reproducible for a given seed, although the
+// timing of real sockets is not.
+package impair
+
+import (
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+)
+
+// Config describes the impairments. The zero value impairs nothing.
+type Config struct {
+	// Loss is the probability, 0..1, that a datagram is dropped.
+	Loss float64
+	// Duplicate is the probability, 0..1, that a datagram is sent twice.
+	Duplicate float64
+	// Delay is added to every datagram before it is sent.
+	Delay time.Duration
+	// Jitter adds a uniform random 0..Jitter to each datagram's delay, so
+	// that datagrams can overtake each other (reordering).
+	Jitter time.Duration
+	// Seed seeds the random decisions.
+	Seed uint64
+	// MaxDelayed bounds the datagrams waiting for their delay to pass;
+	// beyond it datagrams are dropped as by a full router queue. Default 4096.
+	MaxDelayed int
+}
+
+// Conn is a net.PacketConn whose WriteTo applies Config. All other methods
+// are the wrapped conn's.
+type Conn struct {
+	net.PacketConn
+	cfg Config
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	delayed int
+	closed  bool
+	stats   Stats
+}
+
+// Stats counts what the wrapper did.
+type Stats struct {
+	Sent, Dropped, Duplicated, QueueDropped uint64
+}
+
+// New wraps pc.
+func New(pc net.PacketConn, cfg Config) *Conn {
+	if cfg.MaxDelayed <= 0 {
+		cfg.MaxDelayed = 4096
+	}
+	return &Conn{PacketConn: pc, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+}
+
+// WriteTo sends p to addr subject to the impairments. It reports len(p)
+// written whether the datagram was dropped or not, like a lossy network.
+// Delayed datagrams are copied and sent later from a timer; errors from
+// those late sends are ignored, like losses.
+func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return c.PacketConn.WriteTo(p, addr) // reports the closed conn's error
+	}
+	copies := 1
+	if c.cfg.Loss > 0 && c.rng.Float64() < c.cfg.Loss {
+		copies = 0
+		c.stats.Dropped++
+	} else if c.cfg.Duplicate > 0 && c.rng.Float64() < c.cfg.Duplicate {
+		copies = 2
+		c.stats.Duplicated++
+	}
+	delays := make([]time.Duration, 0, 2)
+	for range copies {
+		d := c.cfg.Delay
+		if c.cfg.Jitter > 0 {
+			d += time.Duration(c.rng.Int64N(int64(c.cfg.Jitter) + 1))
+		}
+		if d > 0 && c.delayed >= c.cfg.MaxDelayed {
+			c.stats.QueueDropped++
+			continue
+		}
+		if d > 0 {
+			c.delayed++
+		}
+		delays = append(delays, d)
+		c.stats.Sent++
+	}
+	c.mu.Unlock()
+
+	for _, d := range delays {
+		if d <= 0 {
+			if _, err := c.PacketConn.WriteTo(p, addr); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		buf := append([]byte(nil), p...)
+		time.AfterFunc(d, func() {
+			c.mu.Lock()
+			c.delayed--
+			closed := c.closed
+			c.mu.Unlock()
+			if !closed {
+				_, _ = c.PacketConn.WriteTo(buf, addr)
+			}
+		})
+	}
+	return len(p), nil
+}
+
+// Close closes the wrapped conn; datagrams still delayed are discarded.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.PacketConn.Close()
+}
+
+// Stats returns the counters.
+func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}

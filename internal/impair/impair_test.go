@@ -1,0 +1,62 @@
+package impair
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func pair(t *testing.T) (net.PacketConn, net.PacketConn) {
+	a, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	b, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestLossIsSeededAndCounted(t *testing.T) {
+	a, b := pair(t)
+	run := func() Stats {
+		c := New(a, Config{Loss: 0.3, Duplicate: 0.1, Seed: 7})
+		for range 1000 {
+			n, err := c.WriteTo([]byte("x"), b.LocalAddr())
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		}
+		return c.Stats()
+	}
+	s1, s2 := run(), run()
+	require.Equal(t, s1, s2, "same seed, same decisions")
+	require.InDelta(t, 300, s1.Dropped, 60)
+	require.InDelta(t, 70, s1.Duplicated, 30)
+	require.Equal(t, 1000-s1.Dropped+s1.Duplicated, s1.Sent)
+}
+
+func TestDelayAndDelivery(t *testing.T) {
+	a, b := pair(t)
+	c := New(a, Config{Delay: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Seed: 1})
+	start := time.Now()
+	_, err := c.WriteTo([]byte("hello"), b.LocalAddr())
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, from, err := b.ReadFrom(buf)
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(buf[:n]))
+	require.Equal(t, a.LocalAddr().String(), from.String())
+	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+}
+
+func TestQueueBound(t *testing.T) {
+	a, b := pair(t)
+	c := New(a, Config{Delay: time.Hour, MaxDelayed: 3})
+	for range 5 {
+		_, err := c.WriteTo([]byte("x"), b.LocalAddr())
+		require.NoError(t, err)
+	}
+	require.Equal(t, Stats{Sent: 3, QueueDropped: 2}, c.Stats())
+	require.NoError(t, c.Close())
+}
