@@ -1,0 +1,134 @@
+package airhook
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	// DefaultMaxDatagram is the reference applications' datagram buffer
+	// size (notes §1.4).
+	DefaultMaxDatagram = 1500
+	// MinMaxDatagram is the smallest accepted Config.MaxDatagram: a packet
+	// with every header field, a full missed list and one 256-byte message.
+	MinMaxDatagram = maxHeaderLen + 1 + maxMessageLen
+	// DefaultRTOInitial, DefaultRTOMin and DefaultRTOMax bound the RFC 6298
+	// retransmission timeout.
+	DefaultRTOInitial = 250 * time.Millisecond
+	DefaultRTOMin     = 10 * time.Millisecond
+	DefaultRTOMax     = 5 * time.Second
+	// DefaultLinger is the longest time spent in StateClosing.
+	DefaultLinger = 5 * time.Second
+	// DefaultMaxQueued is the default bound on pending messages.
+	DefaultMaxQueued = 1024
+)
+
+// Config configures a Session. The zero value is usable: every zero field
+// takes the default documented on it.
+type Config struct {
+	// Session is this endpoint's own session ID. 0 means draw a random
+	// nonzero ID from Rand. (0 is reserved on the wire, notes §1.3.)
+	Session uint32
+	// Rand is the source of the random session ID; nil means crypto/rand.
+	// It is read only by New, and only when Session is 0.
+	Rand io.Reader
+	// MaxDatagram is the largest datagram Poll writes, in bytes; default
+	// DefaultMaxDatagram (1500), minimum MinMaxDatagram (527). A packet
+	// carries as many queued messages as fit.
+	MaxDatagram int
+	// RTOInitial, RTOMin and RTOMax bound the retransmission timeout
+	// (defaults 250 ms, 10 ms, 5 s). The reference uses a fixed 1 s
+	// retransmit interval; this engine uses an RFC 6298 RTO in its place,
+	// which stays compatible because only the timing of header repeats
+	// depends on it. Setting all three to 1 s reproduces the reference.
+	RTOInitial, RTOMin, RTOMax time.Duration
+	// KeepAlive, when positive, makes an established session send a
+	// probe after KeepAlive without receiving any datagram, and again
+	// every KeepAlive: a new packet without messages that confirms nothing
+	// new, which a peer running this package answers at once (a reference
+	// peer confirms it with its next transmission), or a header repeat
+	// when the sequence window is full. 0 disables it.
+	KeepAlive time.Duration
+	// IdleTimeout, when positive, closes the session with
+	// engine.ErrIdleTimeout after IdleTimeout without receiving any
+	// datagram. 0 means never.
+	IdleTimeout time.Duration
+	// HandshakeTimeout, when positive, closes the session with
+	// engine.ErrHandshakeTimeout if the session handshake has not
+	// completed HandshakeTimeout after New. 0 means never.
+	HandshakeTimeout time.Duration
+	// Linger is the longest time spent in StateClosing (default 5 s). When
+	// it runs out with messages unconfirmed, Err wraps
+	// engine.ErrLingerTimeout.
+	Linger time.Duration
+	// MaxQueued bounds Pending: Send returns engine.ErrQueueFull when
+	// MaxQueued messages are pending (default 1024).
+	MaxQueued int
+	// RejectNewPeerSession, once a peer session is known, makes
+	// HandleDatagram return engine.ErrPeerRestarted for a datagram carrying
+	// a different session ID, without changing any state, so that the
+	// caller can start a fresh association for the restarted peer. When
+	// false the new session is adopted as the reference does (notes §3.9)
+	// and counted in Stats.PeerRestarts.
+	RejectNewPeerSession bool
+}
+
+var errConfig = errors.New("airhook: invalid config")
+
+// sessionDraws bounds the attempts at drawing a nonzero session ID.
+const sessionDraws = 8
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	if c.MaxDatagram == 0 {
+		c.MaxDatagram = DefaultMaxDatagram
+	}
+	if c.RTOInitial == 0 {
+		c.RTOInitial = DefaultRTOInitial
+	}
+	if c.RTOMin == 0 {
+		c.RTOMin = DefaultRTOMin
+	}
+	if c.RTOMax == 0 {
+		c.RTOMax = DefaultRTOMax
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
+	}
+	if c.MaxQueued == 0 {
+		c.MaxQueued = DefaultMaxQueued
+	}
+	switch {
+	case c.MaxDatagram < MinMaxDatagram:
+		return c, fmt.Errorf("%w: MaxDatagram %d below %d", errConfig, c.MaxDatagram, MinMaxDatagram)
+	case c.RTOInitial < 0 || c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
+		return c, fmt.Errorf("%w: RTO bounds %v/%v/%v", errConfig, c.RTOInitial, c.RTOMin, c.RTOMax)
+	case c.KeepAlive < 0 || c.IdleTimeout < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
+		return c, fmt.Errorf("%w: negative timer", errConfig)
+	case c.MaxQueued < 0:
+		return c, fmt.Errorf("%w: MaxQueued %d", errConfig, c.MaxQueued)
+	}
+	if c.Session == 0 {
+		r := c.Rand
+		if r == nil {
+			r = rand.Reader
+		}
+		var b [4]byte
+		for range sessionDraws {
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return c, fmt.Errorf("airhook: drawing a session ID: %w", err)
+			}
+			if c.Session = binary.BigEndian.Uint32(b[:]); c.Session != 0 {
+				return c, nil
+			}
+		}
+		return c, fmt.Errorf("%w: Rand yields only zero session IDs", errConfig)
+	}
+	return c, nil
+}

@@ -1,0 +1,77 @@
+// Package airhook implements the Airhook protocol: reliable, unordered
+// delivery of messages of up to 256 bytes over UDP, wire-compatible with
+// wtanaka/airhook at airhook-2 (commit f5a18bd), Dan Egnor's original C
+// library.
+//
+// Packet encodes and decodes the packet format of the published "Packet
+// Format" page as corrected by the reference (airhook-notes §1, §2).
+// Session is one endpoint, a sans-I/O engine.Engine that follows the
+// reference state machine (notes §3): the session handshake (§3.2),
+// sequence numbers, header repeats and the observed-octet range check
+// (§3.3, §3.7), message numbering with E omitted when 0 (§3.4), gap
+// detection and missed lists (§3.5, §3.6), the 255-packet and
+// 255-message windows (§3.8) and the adoption of a restarted peer
+// (§3.9). Driven with a 1 s RTO it emits the reference's packets byte for
+// byte (testdata/airhook.json).
+//
+// # Deviations and choices
+//
+// The protocol is kept as the reference speaks it; what follows is what
+// this engine adds or decides where the reference is silent (notes §5).
+//
+//   - Timer: the reference retransmits (header repeats) on a fixed 1 s
+//     interval. Here that interval is an RFC 6298 RTO (Config.RTOInitial,
+//     RTOMin, RTOMax; defaults 250 ms, 10 ms, 5 s), sampled following
+//     Karn's rule from packets sent once that carried messages, and doubled
+//     by every header repeat the timer sends. Only the timing of header
+//     repeats depends on it, so peers are unaffected. The retransmission
+//     of messages itself is the reference's: a message is resent, under a
+//     new number, only when the peer reports it missed.
+//   - Keepalive (Config.KeepAlive): after KeepAlive without receiving,
+//     the session sends a new packet without messages whose observed
+//     octet repeats its previous one, so it confirms nothing new; a header
+//     repeat when the sequence window is short. The reference has no
+//     keepalive (airproxy forces a header repeat after 60 s).
+//   - Answering probes: a session answers at once a new packet that
+//     carries no message, no missed list, no gap and no new confirmation,
+//     which is what such a keepalive looks like. The reference confirms
+//     such a packet only with its next transmission, so against a
+//     reference peer an idle timeout must exceed the peer's own
+//     keepalive interval (60 s for airproxy).
+//   - Handshake completion: the session is established once the peer
+//     has echoed our session ID and confirmed a packet of ours that
+//     carried both session fields (notes §3.2). To get there without
+//     waiting for data, a session answers at once every packet that still
+//     carries the peer's session fields, and repeats its own unconfirmed
+//     session push every RTO (with back-off). The reference does neither:
+//     a reference peer with nothing to send confirms the push only with
+//     its next message, so against it the handshake may complete only
+//     when either side sends one (mind Config.HandshakeTimeout).
+//   - Flag bit 7: a datagram with bit 7 set is not an Airhook packet and
+//     is rejected with ErrOutOfBand; the reference never sets the bit and
+//     does not check it. Bits 5 and 6 are ignored, as in the reference.
+//   - Rejections change nothing: a packet that fails the observed-session
+//     or observed-octet check is refused before any state changes, whereas
+//     the reference has already reset its session state for a new peer
+//     session at that point (notes §4.5).
+//   - Missed list: capped at 256 entries; a peer with inconsistent
+//     numbering overflows the reference's list and aborts it (notes §4.3).
+//   - Restarted peer: adopted as in the reference (Stats.PeerRestarts),
+//     or, with Config.RejectNewPeerSession, refused with
+//     engine.ErrPeerRestarted so that the caller can start a new
+//     association.
+//   - Close: the protocol has no close message (notes §3.10). Close
+//     stops Send; the session keeps sending what is queued and answering
+//     the peer, and reaches StateClosed once nothing is pending, every
+//     message received has been confirmed and no datagram has arrived for
+//     one RTO, or when Config.Linger runs out (then Err wraps
+//     engine.ErrLingerTimeout if messages are left). Closing before the
+//     handshake completes closes at once. Idle and handshake timeouts are
+//     local too.
+//   - Ordering: messages are delivered once but not in order; a message
+//     reported missed is resent under a new number after younger ones
+//     (notes §3.11). Capabilities().Ordered is false.
+//   - Datagram size: at most Config.MaxDatagram (default 1500, the
+//     reference applications' buffer), filled with as many queued
+//     messages as fit.
+package airhook

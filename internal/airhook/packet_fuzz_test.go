@@ -1,0 +1,151 @@
+package airhook
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// FuzzAirhookPacket checks that Decode never panics and that what it
+// accepts re-encodes to a canonical form (optional fields present exactly
+// when nonzero, reserved bits clear) that decodes to the same Packet and
+// encodes to the same bytes again.
+func FuzzAirhookPacket(f *testing.F) {
+	for _, h := range allVectorHex(loadVectors(f)) {
+		f.Add(unhex(f, h))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p Packet
+		if err := Decode(b, &p); err != nil {
+			require.ErrorIs(t, err, engine.ErrMalformed)
+			return
+		}
+		wire := p.AppendTo(nil)
+		require.Equal(t, p.Len(), len(wire))
+		require.LessOrEqual(t, len(wire), len(b), "the canonical form is never longer")
+		var q Packet
+		require.NoError(t, Decode(wire, &q))
+		require.Equal(t, p, q)
+		require.Equal(t, wire, q.AppendTo(nil))
+	})
+}
+
+// splitDatagrams cuts b into datagrams, each prefixed by its length octet.
+func splitDatagrams(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		n := min(int(b[0]), len(b)-1)
+		out = append(out, b[1:1+n])
+		b = b[1+n:]
+	}
+	return out
+}
+
+// checkInvariants verifies the bookkeeping of s.
+func checkInvariants(t *testing.T, s *Session) {
+	t.Helper()
+	n := s.queue.len()
+	for _, m := range s.waiting {
+		if m != nil {
+			n++
+		}
+	}
+	require.Equal(t, s.pending, n, "every pending message is queued or waiting")
+	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
+	require.LessOrEqual(t, s.nMissed, maxMissed)
+	require.LessOrEqual(t, s.state, engine.StateClosed)
+}
+
+// pollChecked polls s until nothing is due, checking every datagram.
+func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
+	t.Helper()
+	for range 1000 {
+		n := s.Poll(now, buf)
+		if n == 0 {
+			return
+		}
+		require.LessOrEqual(t, n, s.cfg.MaxDatagram)
+		var p Packet
+		require.NoError(t, Decode(buf[:n], &p))
+	}
+	t.Fatal("Poll keeps returning datagrams")
+}
+
+// FuzzSession feeds arbitrary datagrams to a session that has completed
+// its handshake with a constructed peer and has messages in flight.
+func FuzzSession(f *testing.F) {
+	var seed []byte
+	for _, h := range allVectorHex(loadVectors(f)) {
+		b := unhex(f, h)
+		if len(b) < 256 {
+			seed = append(append(seed, byte(len(b))), b...)
+			f.Add(seed)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		now := time.Unix(1, 0)
+		c, buf := handshakeWithG(t, now)
+		for i := range 5 {
+			require.NoError(t, c.Send([]byte{byte(i)}, engine.SendOptions{}))
+		}
+		pollChecked(t, c, now, buf)
+		for _, d := range splitDatagrams(b) {
+			now = now.Add(100 * time.Millisecond)
+			_ = c.HandleDatagram(now, d)
+			checkInvariants(t, c)
+			drain(c)
+			pollChecked(t, c, now, buf)
+			checkInvariants(t, c)
+		}
+	})
+}
+
+// TestRandomDatagrams throws mutated copies of real traffic and random
+// bytes at both ends of a lossy exchange.
+func TestRandomDatagrams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	p := newPair(t, Config{Session: idA, MaxQueued: 64}, Config{Session: idB, RejectNewPeerSession: true}, 5*time.Millisecond, 0.2, 9)
+	var seen [][]byte
+	mutate := func() []byte {
+		if len(seen) == 0 || rng.IntN(4) == 0 {
+			b := make([]byte, rng.IntN(40))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			return b
+		}
+		b := append([]byte(nil), seen[rng.IntN(len(seen))]...)
+		for range 1 + rng.IntN(3) {
+			if len(b) > 0 {
+				b[rng.IntN(len(b))] ^= byte(1 << rng.IntN(8))
+			}
+		}
+		return b
+	}
+	for range 5_000 {
+		if rng.IntN(3) == 0 {
+			_ = p.a.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
+			_ = p.b.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
+		}
+		for _, l := range []*link{&p.ab, &p.ba} {
+			if len(l.queue) > 0 && len(seen) < 512 {
+				seen = append(seen, l.queue[0].data)
+			}
+		}
+		p.now = p.now.Add(time.Millisecond)
+		_ = p.a.HandleDatagram(p.now, mutate())
+		_ = p.b.HandleDatagram(p.now, mutate())
+		if !p.step() {
+			p.now = p.now.Add(time.Second)
+		}
+		drain(p.a)
+		drain(p.b)
+		checkInvariants(t, p.a)
+		checkInvariants(t, p.b)
+	}
+	t.Logf("a: %+v", p.a.Stats())
+	t.Logf("b: %+v", p.b.Stats())
+}

@@ -1,0 +1,256 @@
+package airhook
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var (
+	errUnknownSession = fmt.Errorf("%w: airhook: no peer session known and no session ID in the packet", engine.ErrRejected)
+	errWrongSession   = fmt.Errorf("%w: airhook: observed session is not ours", engine.ErrRejected)
+	errObservedRange  = fmt.Errorf("%w: airhook: observed sequence octet outside the range we sent", engine.ErrRejected)
+)
+
+// HandleDatagram processes one datagram received at now, in the order of
+// notes §3.3. It returns:
+//   - an error wrapping engine.ErrMalformed if b does not decode (see
+//     Decode; ErrOutOfBand for flag bit 7);
+//   - an error wrapping engine.ErrRejected if no peer session is known and
+//     b carries none, if its observed session is not ours, or if its
+//     observed sequence octet lies outside the range we sent;
+//   - engine.ErrPeerRestarted if Config.RejectNewPeerSession is set and b
+//     carries a session ID other than the known peer's;
+//   - engine.ErrClosed in StateClosed;
+//   - nil otherwise, including for a packet older than the newest one
+//     accepted, which is ignored and counted in Stats.Duplicates.
+//
+// Rejected datagrams are counted in Stats.PacketsRejected; no error
+// changes any protocol state. Messages are copied; b may be reused at once.
+func (s *Session) HandleDatagram(now time.Time, b []byte) error {
+	if s.state == engine.StateClosed {
+		return engine.ErrClosed
+	}
+	p := &s.pkt
+	err := Decode(b, p)
+	if err == nil {
+		err = s.handle(now, p, len(b))
+	}
+	clear(p.Messages) // keep no reference to b
+	p.Missed = nil
+	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
+		s.stats.PacketsRejected++
+	}
+	return err
+}
+
+// handle applies the sequence and session checks to a decoded packet of n
+// bytes and accepts it when they pass.
+func (s *Session) handle(now time.Time, p *Packet, n int) error {
+	newPeer := p.Session != 0 && p.Session != s.peer
+	if !newPeer {
+		if s.peer == 0 {
+			return errUnknownSession
+		}
+		if p.Seq != s.lastAccepted && engine.Within16(p.Seq, s.lastAccepted-255, s.lastAccepted) {
+			s.received(now, n)
+			s.stats.Duplicates++
+			return nil
+		}
+	}
+	if err := s.check(p, newPeer); err != nil {
+		return err
+	}
+	if newPeer && s.peer != 0 && s.cfg.RejectNewPeerSession {
+		return engine.ErrPeerRestarted
+	}
+	s.received(now, n)
+	s.accept(now, p, newPeer)
+	return nil
+}
+
+// received accounts for a datagram that came from the peer.
+func (s *Session) received(now time.Time, n int) {
+	s.now = now
+	s.lastRecv = now
+	s.stats.PacketsReceived++
+	s.stats.BytesReceived += uint64(n)
+}
+
+// check applies the rejections of notes §3.3 steps 3–4 without changing
+// any state. The reference resets its session state for a new peer session
+// before the observed-session check and keeps that reset when the check
+// fails (notes §4.5); here the whole packet is refused first.
+func (s *Session) check(p *Packet, newPeer bool) error {
+	if p.ObservedSession != 0 && p.ObservedSession != s.own {
+		return errWrongSession
+	}
+	knows := s.peerKnowsUs && !newPeer || p.ObservedSession != 0
+	if !knows {
+		return nil
+	}
+	lo := s.confirmed
+	if newPeer && s.peerKnowsUs {
+		lo = uint8(s.lastSent) // what adopting the new peer would write off
+	}
+	if !engine.Within8(p.ObservedSeq, lo, uint8(s.lastSent)) {
+		return errObservedRange
+	}
+	return nil
+}
+
+// accept processes a packet that passed check (notes §3.3 steps 2–10).
+func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
+	if newPeer {
+		s.adoptPeer(p)
+	}
+	next, msgs := p.Next, p.Messages
+	if !newPeer && p.Seq == s.lastAccepted {
+		// Header repeat (or duplicate): confirmation, E and missed list
+		// count, messages are not delivered again.
+		next += uint8(len(msgs))
+		if len(msgs) > 0 {
+			s.stats.Duplicates++
+		}
+		msgs = nil
+	}
+	probe := !newPeer && p.Seq != s.lastAccepted && len(p.Messages) == 0 &&
+		len(p.Missed) == 0 && next == s.nextIn
+
+	oldConfirmed := s.confirmed
+	if p.ObservedSession != 0 {
+		s.peerKnowsUs = true
+	}
+	if s.peerKnowsUs {
+		o := p.ObservedSeq
+		if s.push == pushSent && inRange(uint8(s.pushSeq), s.confirmed+1, o+1) {
+			s.push = pushDone
+		}
+		s.confirmed = o
+	}
+	old, conf := &s.log[oldConfirmed], &s.log[s.confirmed]
+	s.lastAccepted = p.Seq
+
+	s.cullMissed(old.nextIn, conf.nextIn)
+	s.detectGap(next)
+	s.actOnMissed(p.Missed, old.nextOut, conf.nextOut)
+	s.confirmMessages(old.nextOut, conf.nextOut)
+	if s.confirmed != oldConfirmed && conf.messages && !conf.repeated {
+		s.rtt.Sample(now.Sub(conf.at)) // Karn: sent once, first confirmation
+	}
+	s.deliver(msgs)
+
+	switch {
+	case s.push != pushDone:
+		s.kick, s.kickAt = true, now
+	case p.ObservedSession != 0, probe && s.confirmed == oldConfirmed:
+		// Answered at once, where the reference waits for its next
+		// transmission (choices, see the package documentation): the
+		// peer still sends its session fields, so it waits for a
+		// confirmation to finish its handshake; or the packet is a
+		// keepalive probe, a new packet that says nothing and confirms
+		// nothing new.
+		s.kick, s.kickAt = true, now
+	case conf.nextIn != s.nextIn || len(p.Missed) > 0:
+		s.retryArmed = true
+	}
+	if s.state == engine.StateHandshake && s.push == pushDone {
+		s.state = engine.StateEstablished
+	}
+}
+
+// adoptPeer resynchronises with a new peer session (notes §3.9).
+func (s *Session) adoptPeer(p *Packet) {
+	if s.peer != 0 {
+		s.stats.PeerRestarts++
+	}
+	s.nMissed = 0
+	s.nextIn = 0
+	if s.peerKnowsUs {
+		for n := s.log[s.confirmed].nextOut; n != s.nextOut; n++ {
+			s.requeue(n)
+		}
+		s.nextOut = 0
+		s.confirmed = uint8(s.lastSent)
+	}
+	s.lastObservedSent = uint8(p.Seq - 1)
+	s.peerKnowsUs = false
+	s.push = pushPending
+	s.peer = p.Session
+}
+
+// cullMissed drops the missed entries the peer has seen reported: those
+// detected while the peer's newly confirmed packets were sent (notes §3.6).
+func (s *Session) cullMissed(from, to uint8) {
+	k := 0
+	for k < s.nMissed && inRange(s.missed[k], from, to) {
+		k++
+	}
+	s.nMissed = copy(s.missed[:], s.missed[k:s.nMissed])
+}
+
+// detectGap records as missed every peer message number before next that
+// has not arrived (notes §3.5). The list is capped at 256 entries, which a
+// consistent peer never exceeds; the reference would abort (notes §4.3).
+func (s *Session) detectGap(next uint8) {
+	for ; s.nextIn != next; s.nextIn++ {
+		if s.nMissed < maxMissed {
+			s.missed[s.nMissed] = s.nextIn
+			s.nMissed++
+		}
+	}
+}
+
+// actOnMissed queues again the messages the peer reports missed, walking
+// its list from the last entry and stopping at the first one outside the
+// numbers of our newly confirmed packets [from, to) (notes §3.6).
+func (s *Session) actOnMissed(list []uint8, from, to uint8) {
+	for i := len(list) - 1; i >= 0 && inRange(list[i], from, to); i-- {
+		s.requeue(list[i])
+	}
+}
+
+// confirmMessages releases the messages numbered in [from, to) that are
+// still waiting.
+func (s *Session) confirmMessages(from, to uint8) {
+	for n := from; n != to; n++ {
+		if m := s.waiting[n]; m != nil {
+			s.waiting[n] = nil
+			s.pending--
+			s.free = append(s.free, m)
+		}
+	}
+}
+
+// requeue moves message number n, if still waiting, back to the queue; it
+// will be sent again under a new number.
+func (s *Session) requeue(n uint8) {
+	if m := s.waiting[n]; m != nil {
+		s.waiting[n] = nil
+		s.queue.insert(m)
+	}
+}
+
+// deliver copies msgs into one buffer and queues them for Recv.
+func (s *Session) deliver(msgs [][]byte) {
+	if len(msgs) == 0 {
+		return
+	}
+	total := 0
+	for _, m := range msgs {
+		total += len(m)
+	}
+	buf := make([]byte, 0, total)
+	for _, m := range msgs {
+		start := len(buf)
+		buf = append(buf, m...)
+		s.recv = append(s.recv, engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
+	}
+	s.nextIn += uint8(len(msgs))
+}
+
+// inRange reports whether x lies in the half-open range [lo, hi) walked
+// forward from lo, modulo 256; the range is empty when lo == hi.
+func inRange(x, lo, hi uint8) bool { return x != hi && engine.Within8(x, lo, hi) }

@@ -1,0 +1,191 @@
+package airhook
+
+import (
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// dueReason says why a packet is due (notes §3.7).
+type dueReason uint8
+
+const (
+	dueNever dueReason = iota
+	dueNow             // new data or confirmation of received data, or a kick
+	dueTimer           // one RTO after the last transmit
+)
+
+// Poll applies the timers at now, then writes the next packet due into buf
+// and returns its length, or 0 when nothing is due. Call it until it
+// returns 0. buf must hold at least Config.MaxDatagram bytes; with a
+// shorter buf nothing is written.
+//
+// A header repeat sent because the RTO expired doubles the RTO (up to
+// Config.RTOMax); an RTT sample resets it.
+func (s *Session) Poll(now time.Time, buf []byte) int {
+	if s.state == engine.StateClosed {
+		return 0
+	}
+	s.now = now
+	s.applyTimers(now)
+	if s.state == engine.StateClosed || len(buf) < s.cfg.MaxDatagram {
+		return 0
+	}
+	at, why := s.transmitDue()
+	probe := false
+	if why == dueNever || now.Before(at) {
+		if !s.probeDue(now) {
+			return 0
+		}
+		probe = true
+	}
+	n, repeat := s.transmit(now, buf, probe)
+	switch {
+	case probe:
+		s.lastProbe = now
+	case repeat && why == dueTimer:
+		s.rtt.Backoff()
+	}
+	s.stats.PacketsSent++
+	s.stats.BytesSent += uint64(n)
+	return n
+}
+
+// free1 reports whether a new sequence number is available, free2 whether
+// two are (notes §3.7, §3.8).
+func (s *Session) free1() bool { return s.confirmed != uint8(s.lastSent+1) }
+func (s *Session) free2() bool { return s.confirmed != uint8(s.lastSent+2) }
+
+// newPeerPacket reports whether a peer packet was accepted since our
+// newest packet was sent.
+func (s *Session) newPeerPacket() bool { return uint8(s.lastAccepted) != s.lastObservedSent }
+
+// newIncoming reports whether the peer's message numbering moved (messages
+// delivered or detected missed) since our newest packet was sent.
+func (s *Session) newIncoming() bool { return s.log[uint8(s.lastSent)].nextIn != s.nextIn }
+
+// canSend reports whether a queued message may take a number: at most 255
+// numbers are outstanding past the newest confirmed packet.
+func (s *Session) canSend() bool {
+	return s.queue.len() > 0 && s.nextOut+1 != s.log[s.confirmed].nextOut
+}
+
+// novel reports whether a new packet (rather than a header repeat) goes
+// out when a transmission is due.
+func (s *Session) novel() bool {
+	return s.free1() && (s.newPeerPacket() || s.free2() && (s.newIncoming() || s.canSend()))
+}
+
+// transmitDue returns when the next packet is due and why (notes §3.7),
+// the reference's retransmit interval being the RTO.
+func (s *Session) transmitDue() (time.Time, dueReason) {
+	switch {
+	case s.novel() && (s.newIncoming() || s.canSend()):
+		return s.now, dueNow
+	case s.kick:
+		return s.kickAt, dueNow
+	case s.retryArmed || !s.peerKnowsUs || s.push == pushSent ||
+		s.nextOut != s.log[s.confirmed].nextOut || s.nMissed > 0:
+		// push == pushSent is a choice: the reference does not repeat a
+		// session push that the peer has not confirmed yet.
+		return s.lastTransmit.Add(s.rtt.RTO()), dueTimer
+	}
+	return time.Time{}, dueNever
+}
+
+// probeDue reports whether a keepalive probe is due at now.
+func (s *Session) probeDue(now time.Time) bool {
+	at, ok := s.probeAt()
+	return ok && !now.Before(at)
+}
+
+// probeAt returns when the next keepalive probe is due.
+func (s *Session) probeAt() (time.Time, bool) {
+	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
+		return time.Time{}, false
+	}
+	last := s.lastRecv
+	if s.lastProbe.After(last) {
+		last = s.lastProbe
+	}
+	return last.Add(s.cfg.KeepAlive), true
+}
+
+// transmit writes a new packet when the rules of notes §3.7 call for one,
+// else a header repeat, and reports which. A probe is a new packet without
+// messages whose observed octet repeats our last one, so that it confirms
+// nothing new and a peer running this engine answers it; when the sequence
+// window is short it is a header repeat too.
+func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat bool) {
+	p := &s.pkt
+	*p = Packet{Messages: p.Messages[:0]}
+	if s.push != pushDone {
+		p.Session, p.ObservedSession = s.own, s.peer
+	}
+	s.lastTransmit = now
+	s.kick, s.retryArmed = false, false
+
+	if !s.novel() && !(probe && s.free1() && s.free2()) {
+		last := &s.log[uint8(s.lastSent)]
+		p.Seq, p.ObservedSeq, p.Next = s.lastSent, s.lastObservedSent, last.nextOut
+		// Leave out entries detected after the original was sent.
+		k := s.nMissed
+		for k > 0 && inRange(s.missed[k-1], last.nextIn, s.nextIn) {
+			k--
+		}
+		p.Missed = s.missed[:k]
+		last.repeated = true
+		return len(p.AppendTo(buf[:0])), true
+	}
+
+	p.Seq, p.ObservedSeq, p.Next = s.lastSent+1, uint8(s.lastAccepted), s.nextOut
+	if probe {
+		p.ObservedSeq = s.lastObservedSent
+	}
+	p.Missed = s.missed[:s.nMissed]
+	if !probe {
+		s.fill(p)
+	}
+	n = len(p.AppendTo(buf[:0]))
+	clear(p.Messages) // do not keep recycled buffers reachable
+
+	s.lastSent, s.lastObservedSent = p.Seq, p.ObservedSeq
+	if s.push == pushPending && p.Session != 0 && p.ObservedSession != 0 {
+		s.push, s.pushSeq = pushSent, p.Seq
+	}
+	s.log[uint8(p.Seq)] = record{
+		at:       now,
+		nextOut:  s.nextOut,
+		nextIn:   s.nextIn,
+		messages: len(p.Messages) > 0,
+	}
+	return n, false
+}
+
+// fill numbers and adds to p as many queued messages as the message window
+// and Config.MaxDatagram allow.
+func (s *Session) fill(p *Packet) {
+	size := p.Len()
+	for s.canSend() {
+		m := s.queue.front()
+		if size+1+len(m.data) > s.cfg.MaxDatagram {
+			return
+		}
+		size += 1 + len(m.data)
+		s.queue.pop()
+		if old := s.waiting[s.nextOut]; old != nil {
+			// Unreachable while the numbering invariants hold; never
+			// lose a message if they do not.
+			s.queue.insert(old)
+		}
+		s.waiting[s.nextOut] = m
+		s.nextOut++
+		m.sends++
+		if m.sends == 1 {
+			s.stats.MessagesSent++
+		} else {
+			s.stats.Retransmits++
+		}
+		p.Messages = append(p.Messages, m.data)
+	}
+}

@@ -1,0 +1,222 @@
+package airhook
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var _ engine.Engine = (*Session)(nil)
+
+// pushState tracks whether the peer has confirmed one of our packets that
+// carried both session fields (notes §3.2).
+type pushState uint8
+
+const (
+	pushPending pushState = iota // no such packet sent yet
+	pushSent                     // sent as pushSeq, not yet confirmed
+	pushDone                     // confirmed: session fields are no longer sent
+)
+
+// record is what the session remembers of one of its own new packets,
+// indexed by the low octet of the packet's sequence number.
+type record struct {
+	at       time.Time // when it was sent
+	nextOut  uint8     // our next message number after its messages
+	nextIn   uint8     // the peer's next message number as known then
+	messages bool      // it carried at least one message
+	repeated bool      // a header repeat reused its sequence number
+}
+
+// Session is one Airhook endpoint talking to one peer: a sans-I/O state
+// machine implementing engine.Engine. It is not safe for concurrent use.
+type Session struct {
+	cfg Config
+
+	own, peer   uint32 // session IDs; peer 0 = not known yet
+	peerKnowsUs bool   // the peer has sent O = own
+	push        pushState
+	pushSeq     uint16
+
+	lastSent         uint16 // sequence number of our newest packet
+	lastAccepted     uint16 // newest peer sequence number accepted
+	lastObservedSent uint8  // observed octet in our newest packet
+	confirmed        uint8  // newest octet of ours the peer confirmed
+	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
+	log              [256]record
+
+	missed  [maxMissed]uint8 // peer message numbers detected lost, oldest first
+	nMissed int
+
+	waiting [256]*outMsg // sent and unconfirmed, by message number
+	queue   outQueue     // waiting for a message number
+	free    []*outMsg    // recycled messages
+	pending int          // accepted by Send, not confirmed
+	order   uint64       // Send counter
+
+	recv     []engine.Message
+	recvHead int
+
+	rtt          engine.RTT
+	now          time.Time // latest time seen
+	created      time.Time
+	lastTransmit time.Time
+	lastRecv     time.Time
+	lastProbe    time.Time
+	closeAt      time.Time
+	kick         bool // a packet is due at kickAt
+	kickAt       time.Time
+	retryArmed   bool // a packet is due one RTO after the last transmit
+
+	state engine.State
+	err   error
+	stats engine.Stats
+
+	pkt Packet // scratch for decoding and encoding
+}
+
+// New returns a session created at now, in StateHandshake. It fails if cfg
+// holds an impossible value (see Config) or if drawing a random session ID
+// fails.
+//
+// As in the reference, the new session's first packet is due at once: a
+// header repeat with sequence number 1, or a new packet with sequence
+// number 2 when a message was queued first (notes §5).
+func New(now time.Time, cfg Config) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Session{
+		cfg:          cfg,
+		own:          cfg.Session,
+		lastSent:     1,
+		rtt:          *engine.NewRTT(cfg.RTOInitial, cfg.RTOMin, cfg.RTOMax),
+		now:          now,
+		created:      now,
+		lastTransmit: now,
+		lastRecv:     now,
+		lastProbe:    now,
+		kick:         true,
+		kickAt:       now,
+	}, nil
+}
+
+// ID returns this endpoint's own session ID (never 0).
+func (s *Session) ID() uint32 { return s.own }
+
+// PeerSession returns the peer's session ID, 0 while no packet of the peer
+// has been accepted. It changes when a restarted peer is adopted.
+func (s *Session) PeerSession() uint32 { return s.peer }
+
+// Send queues a copy of p for reliable delivery. Only reliable delivery on
+// channel 0 without a message number exists (else engine.ErrUnsupported).
+// Errors: engine.ErrClosed after Close, engine.ErrEmptyMessage for an
+// empty p, engine.ErrMessageTooLarge above 256 bytes, engine.ErrQueueFull
+// when Config.MaxQueued messages are pending.
+func (s *Session) Send(p []byte, opt engine.SendOptions) error {
+	switch {
+	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+		return engine.ErrClosed
+	case opt.Delivery != engine.Reliable || opt.Channel != 0 || opt.MessageNumber != 0:
+		return engine.ErrUnsupported
+	case len(p) == 0:
+		return engine.ErrEmptyMessage
+	case len(p) > maxMessageLen:
+		return engine.ErrMessageTooLarge
+	case s.pending >= s.cfg.MaxQueued:
+		return engine.ErrQueueFull
+	}
+	var m *outMsg
+	if n := len(s.free); n > 0 {
+		m, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		m = new(outMsg)
+	}
+	m.data = append(m.data[:0], p...)
+	m.order, m.sends = s.order, 0
+	s.order++
+	s.pending++
+	s.queue.insert(m)
+	return nil
+}
+
+// Recv returns the next delivered message. Messages come in the order the
+// reference delivers them, which is not the Send order when a message had
+// to be retransmitted (notes §3.11).
+func (s *Session) Recv() (engine.Message, bool) {
+	if s.recvHead == len(s.recv) {
+		return engine.Message{}, false
+	}
+	m := s.recv[s.recvHead]
+	s.recv[s.recvHead] = engine.Message{}
+	s.recvHead++
+	if s.recvHead == len(s.recv) {
+		s.recv, s.recvHead = s.recv[:0], 0
+	}
+	s.stats.MessagesRecv++
+	return m, true
+}
+
+// Close begins a graceful close at now. Before the session handshake has
+// completed the session closes at once. Otherwise it enters StateClosing:
+// Send is refused, queued and missed messages are still sent, the peer is
+// still answered, and the session reaches StateClosed once nothing is
+// pending, everything received has been confirmed, and no datagram has
+// arrived for one RTO — or when Config.Linger runs out.
+func (s *Session) Close(now time.Time) {
+	s.now = now
+	switch s.state {
+	case engine.StateHandshake:
+		s.state = engine.StateClosed
+	case engine.StateEstablished:
+		s.state = engine.StateClosing
+		s.closeAt = now
+	}
+}
+
+// State returns the lifecycle state. The session is established once both
+// ends know each other's session ID (notes §3.2); a peer restart adopted
+// later does not return it to StateHandshake.
+func (s *Session) State() engine.State { return s.state }
+
+// Err returns why the session closed: engine.ErrHandshakeTimeout,
+// engine.ErrIdleTimeout or an error wrapping engine.ErrLingerTimeout; nil
+// while open and after a graceful close.
+func (s *Session) Err() error { return s.err }
+
+// Pending returns the number of messages accepted by Send and not yet
+// confirmed by the peer: queued, in flight, or waiting to be resent.
+func (s *Session) Pending() int { return s.pending }
+
+// Stats returns a snapshot of the counters.
+func (s *Session) Stats() engine.Stats {
+	st := s.stats
+	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO()
+	return st
+}
+
+// Capabilities reports 256-byte reliable messages on one channel, not
+// delivered in order.
+func (s *Session) Capabilities() engine.Capabilities {
+	return engine.Capabilities{
+		MaxMessage: maxMessageLen,
+		MaxQueued:  s.cfg.MaxQueued,
+		Channels:   1,
+	}
+}
+
+// fail ends the session with err.
+func (s *Session) fail(err error) {
+	s.state = engine.StateClosed
+	s.err = err
+}
+
+// lingerError is Err after Linger ran out with messages unconfirmed.
+func (s *Session) lingerError() error {
+	if s.pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d messages unconfirmed", engine.ErrLingerTimeout, s.pending)
+}

@@ -1,0 +1,493 @@
+package airhook
+
+import (
+	"bytes"
+	"encoding/hex"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	idA = 0x0a0a0a0a
+	idB = 0x0b0b0b0b
+	idC = 0x0c0c0c0c
+	idG = 0x0d0d0d0d
+)
+
+// snapshot copies the state of s for comparison, leaving out the decoding
+// scratch packet.
+func snapshot(s *Session) Session {
+	c := *s
+	c.pkt = Packet{}
+	c.free = slices.Clone(s.free)
+	c.queue.items = slices.Clone(s.queue.items)
+	c.recv = slices.Clone(s.recv)
+	return c
+}
+
+// requireUnchanged checks that s is as in before except for the counters
+// listed in stats.
+func requireUnchanged(t *testing.T, before Session, s *Session, stats engine.Stats) {
+	t.Helper()
+	after := snapshot(s)
+	after.stats = before.stats
+	require.Equal(t, before, after)
+	require.Equal(t, stats, s.stats)
+}
+
+// idlePair returns two sessions that completed the handshake and exchanged
+// one message each way, with nothing left to do.
+func idlePair(t *testing.T, cfgA, cfgB Config) *pair {
+	t.Helper()
+	p := newPair(t, cfgA, cfgB, 10*time.Millisecond, 0, 1)
+	require.NoError(t, p.a.Send([]byte("ping"), engine.SendOptions{}))
+	require.NoError(t, p.b.Send([]byte("pong"), engine.SendOptions{}))
+	p.runUntil(1000, func() bool {
+		return p.a.State() == engine.StateEstablished && p.b.State() == engine.StateEstablished &&
+			p.a.Pending() == 0 && p.b.Pending() == 0 && len(p.ab.queue) == 0 && len(p.ba.queue) == 0
+	})
+	require.Equal(t, []string{"ping"}, drain(p.b))
+	require.Equal(t, []string{"pong"}, drain(p.a))
+	return p
+}
+
+// encode returns the wire form of pk.
+func encode(pk Packet) []byte { return pk.AppendTo(nil) }
+
+func TestHandshakeWithoutData(t *testing.T) {
+	now := time.Unix(1, 0)
+	a, b := newRefSession(t, now, idA), newRefSession(t, now, idB)
+	buf := make([]byte, DefaultMaxDatagram)
+	for i, want := range []string{
+		"080000010a0a0a0a",         // A: S
+		"180100020a0a0a0a0b0b0b0b", // B: O+S, session push
+		"180200020b0b0b0b0a0a0a0a", // A: O+S, session push; B is established
+		"00020003",                 // B: confirms A's push at once (a choice)
+	} {
+		from, to := a, b
+		if i%2 == 1 {
+			from, to = b, a
+		}
+		n := from.Poll(now, buf)
+		require.Equal(t, want, hex.EncodeToString(buf[:n]), i)
+		require.NoError(t, to.HandleDatagram(now, buf[:n]))
+	}
+	for _, s := range []*Session{a, b} {
+		require.Equal(t, engine.StateEstablished, s.State())
+		require.Zero(t, s.Poll(now, buf))
+		require.True(t, s.Deadline().IsZero())
+	}
+	require.Equal(t, uint32(idB), a.PeerSession())
+	require.Equal(t, uint32(idA), b.PeerSession())
+
+	// Both ends opening at once also settles.
+	p := newPair(t, Config{Session: idA}, Config{Session: idB}, 10*time.Millisecond, 0, 1)
+	p.runUntil(100, func() bool { return p.next().IsZero() })
+	require.Equal(t, engine.StateEstablished, p.a.State())
+	require.Equal(t, engine.StateEstablished, p.b.State())
+}
+
+func TestSessionPushRepeatedUntilConfirmed(t *testing.T) {
+	// B's confirmation of A's session push is lost: A repeats its last
+	// header (with the session fields) every RTO, and B answers it.
+	now := time.Unix(1, 0)
+	a, b := newRefSession(t, now, idA), newRefSession(t, now, idB)
+	buf := make([]byte, DefaultMaxDatagram)
+	relay := func(from, to *Session, want string) {
+		t.Helper()
+		n := from.Poll(now, buf)
+		require.Equal(t, want, hex.EncodeToString(buf[:n]))
+		if to != nil {
+			require.NoError(t, to.HandleDatagram(now, buf[:n]))
+		}
+	}
+	relay(a, b, "080000010a0a0a0a")
+	relay(b, a, "180100020a0a0a0a0b0b0b0b")
+	relay(a, b, "180200020b0b0b0b0a0a0a0a")
+	relay(b, nil, "00020003") // lost
+	require.Equal(t, engine.StateHandshake, a.State())
+	require.Equal(t, now.Add(time.Second), a.Deadline())
+	now = now.Add(time.Second)
+	relay(a, b, "180200020b0b0b0b0a0a0a0a")
+	relay(b, a, "00020003") // header repeat of B's lost packet
+	require.Equal(t, engine.StateEstablished, a.State())
+	require.True(t, a.Deadline().IsZero())
+}
+
+func TestSessionIDs(t *testing.T) {
+	now := time.Unix(1, 0)
+	s, err := New(now, Config{Rand: bytes.NewReader([]byte{0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78})})
+	require.NoError(t, err)
+	require.Equal(t, uint32(0x12345678), s.ID(), "zero draws are skipped")
+	require.Zero(t, s.PeerSession())
+
+	s, err = New(now, Config{})
+	require.NoError(t, err)
+	require.NotZero(t, s.ID())
+
+	_, err = New(now, Config{Rand: bytes.NewReader(make([]byte, 64))})
+	require.Error(t, err)
+	_, err = New(now, Config{Rand: bytes.NewReader([]byte{1})})
+	require.Error(t, err)
+}
+
+func TestConfigValidation(t *testing.T) {
+	now := time.Unix(1, 0)
+	for name, cfg := range map[string]Config{
+		"datagram":  {MaxDatagram: MinMaxDatagram - 1},
+		"rto":       {RTOMin: 2 * time.Second, RTOMax: time.Second},
+		"negative":  {IdleTimeout: -1},
+		"maxqueued": {MaxQueued: -1},
+	} {
+		cfg.Session = 1
+		_, err := New(now, cfg)
+		require.Error(t, err, name)
+	}
+	s, err := New(now, Config{Session: 1, MaxDatagram: MinMaxDatagram})
+	require.NoError(t, err)
+	require.Equal(t, engine.Capabilities{MaxMessage: 256, MaxQueued: DefaultMaxQueued, Channels: 1}, s.Capabilities())
+	require.Equal(t, DefaultRTOInitial, s.Stats().RTO)
+}
+
+func TestSendErrors(t *testing.T) {
+	now := time.Unix(1, 0)
+	s, err := New(now, Config{Session: idA, MaxQueued: 3})
+	require.NoError(t, err)
+	rel := engine.SendOptions{}
+	require.ErrorIs(t, s.Send(nil, rel), engine.ErrEmptyMessage)
+	require.ErrorIs(t, s.Send(make([]byte, 257), rel), engine.ErrMessageTooLarge)
+	require.ErrorIs(t, s.Send([]byte("x"), engine.SendOptions{Delivery: engine.Unreliable}), engine.ErrUnsupported)
+	require.ErrorIs(t, s.Send([]byte("x"), engine.SendOptions{Delivery: engine.Passive}), engine.ErrUnsupported)
+	require.ErrorIs(t, s.Send([]byte("x"), engine.SendOptions{Channel: 1}), engine.ErrUnsupported)
+	require.ErrorIs(t, s.Send([]byte("x"), engine.SendOptions{MessageNumber: 7}), engine.ErrUnsupported)
+	msg := make([]byte, 256)
+	for range 3 {
+		require.NoError(t, s.Send(msg, rel))
+	}
+	msg[0] = 'z' // Send copied it
+	require.Equal(t, byte(0), s.queue.front().data[0])
+	require.ErrorIs(t, s.Send([]byte("x"), rel), engine.ErrQueueFull)
+	require.Equal(t, 3, s.Pending())
+
+	s.Close(now)
+	require.Equal(t, engine.StateClosed, s.State(), "closed before the handshake completed")
+	require.NoError(t, s.Err())
+	require.ErrorIs(t, s.Send([]byte("x"), rel), engine.ErrClosed)
+	require.ErrorIs(t, s.HandleDatagram(now, []byte{0, 0, 0, 1}), engine.ErrClosed)
+	require.Zero(t, s.Poll(now, make([]byte, DefaultMaxDatagram)))
+	require.True(t, s.Deadline().IsZero())
+}
+
+func TestFirstPacketRules(t *testing.T) {
+	now := time.Unix(1, 0)
+	buf := make([]byte, DefaultMaxDatagram)
+	s := newRefSession(t, now, idC)
+	require.Equal(t, now, s.Deadline(), "the first packet is due at once")
+	require.Zero(t, s.Poll(now, buf[:DefaultMaxDatagram-1]), "buffer shorter than MaxDatagram")
+	n := s.Poll(now, buf)
+	require.Equal(t, "080000010c0c0c0c", hex.EncodeToString(buf[:n]), "header repeat, seq 1")
+	require.Equal(t, now.Add(time.Second), s.Deadline(), "repeated every RTO until the peer answers")
+
+	s = newRefSession(t, now, idC)
+	require.NoError(t, s.Send([]byte("x"), engine.SendOptions{}))
+	n = s.Poll(now, buf)
+	require.Equal(t, "080000020c0c0c0c0078", hex.EncodeToString(buf[:n]), "new packet, seq 2")
+}
+
+// handshakeWithG brings a reference-timed session C to the established
+// state with a constructed peer G: G's first packet has sequence 0 (as the
+// page says), its second carries O+S and one message.
+func handshakeWithG(t *testing.T, now time.Time) (*Session, []byte) {
+	t.Helper()
+	buf := make([]byte, DefaultMaxDatagram)
+	c := newRefSession(t, now, idC)
+	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: 0, Session: idG})))
+	n := c.Poll(now, buf)
+	require.Equal(t, "180000020d0d0d0d0c0c0c0c", hex.EncodeToString(buf[:n]))
+	require.NoError(t, c.HandleDatagram(now, encode(Packet{
+		Seq: 1, ObservedSeq: 2, ObservedSession: idC, Session: idG, Messages: [][]byte{[]byte("g0")},
+	})))
+	require.Equal(t, engine.StateEstablished, c.State())
+	n = c.Poll(now, buf)
+	require.Equal(t, "00010003", hex.EncodeToString(buf[:n]))
+	require.Equal(t, []string{"g0"}, drain(c))
+	return c, buf
+}
+
+func TestObservedOctetOutOfRangeRejected(t *testing.T) {
+	now := time.Unix(1, 0)
+	c, _ := handshakeWithG(t, now)
+	// C sent up to seq 3 and G confirmed 2: only 2 and 3 are acceptable.
+	for _, obs := range []uint8{1, 4, 0x80, 0xff} {
+		before, stats := snapshot(c), c.stats
+		err := c.HandleDatagram(now, encode(Packet{Seq: 2, ObservedSeq: obs, Next: 1, Messages: [][]byte{[]byte("x")}}))
+		require.ErrorIs(t, err, engine.ErrRejected, "obs %d", obs)
+		stats.PacketsRejected++
+		requireUnchanged(t, before, c, stats)
+	}
+	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: 2, ObservedSeq: 3, Next: 1, Messages: [][]byte{[]byte("x")}})))
+	require.Equal(t, []string{"x"}, drain(c))
+}
+
+func TestObservedSessionMismatchRejected(t *testing.T) {
+	now := time.Unix(1, 0)
+	c, _ := handshakeWithG(t, now)
+	before, stats := snapshot(c), c.stats
+	err := c.HandleDatagram(now, encode(Packet{Seq: 2, ObservedSeq: 3, ObservedSession: 0x99, Session: idG}))
+	require.ErrorIs(t, err, engine.ErrRejected)
+	stats.PacketsRejected++
+	requireUnchanged(t, before, c, stats)
+
+	// The same with a new session ID: the reference would already have
+	// reset its state for the new session (notes §4.5); here nothing
+	// changes.
+	err = c.HandleDatagram(now, encode(Packet{Seq: 9, ObservedSession: 0x99, Session: 0x77}))
+	require.ErrorIs(t, err, engine.ErrRejected)
+	stats.PacketsRejected++
+	requireUnchanged(t, before, c, stats)
+	require.Equal(t, uint32(idG), c.PeerSession())
+}
+
+func TestUnknownSessionAndMalformedRejected(t *testing.T) {
+	now := time.Unix(1, 0)
+	c := newRefSession(t, now, idC)
+	before := snapshot(c)
+	require.ErrorIs(t, c.HandleDatagram(now, []byte{0, 0, 0, 1}), engine.ErrRejected)
+	require.ErrorIs(t, c.HandleDatagram(now, []byte{0x08, 0, 0, 1, 0x0d}), engine.ErrMalformed)
+	require.ErrorIs(t, c.HandleDatagram(now, []byte{0x88, 0, 0, 1, 1, 2, 3, 4}), ErrOutOfBand)
+	requireUnchanged(t, before, c, engine.Stats{PacketsRejected: 3})
+}
+
+func TestOldPacketIgnored(t *testing.T) {
+	now := time.Unix(1, 0)
+	c, _ := handshakeWithG(t, now)
+	before, stats := snapshot(c), c.stats
+	// 255 behind is old; it is ignored even with a wrong observed session.
+	old := encode(Packet{Seq: c.lastAccepted - 255, ObservedSession: 0x99, Session: idG, Messages: [][]byte{[]byte("x")}})
+	require.NoError(t, c.HandleDatagram(now, old))
+	stats.PacketsReceived++
+	stats.BytesReceived += uint64(len(old))
+	stats.Duplicates++
+	requireUnchanged(t, before, c, stats)
+	// 256 behind is a jump forward in the reference's window (notes §2).
+	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: c.lastAccepted - 256, ObservedSeq: 3, Next: 1, Messages: [][]byte{[]byte("y")}})))
+	require.Equal(t, []string{"y"}, drain(c))
+}
+
+// restartPair returns A, established with B, with one message in flight to
+// B that B never got, and the first packet of B restarted as B'.
+func restartPair(t *testing.T, cfgA Config) (*pair, *Session, []byte) {
+	t.Helper()
+	p := idlePair(t, cfgA, Config{Session: idB})
+	p.ab.cut = true
+	require.NoError(t, p.a.Send([]byte("inflight"), engine.SendOptions{}))
+	p.advance(p.now.Add(time.Millisecond))
+	require.Equal(t, 1, p.a.Pending())
+	b2, err := New(p.now, Config{Session: idB + 1})
+	require.NoError(t, err)
+	n := b2.Poll(p.now, p.buf)
+	require.Equal(t, "080000010b0b0b0c", hex.EncodeToString(p.buf[:n]))
+	return p, b2, slices.Clone(p.buf[:n])
+}
+
+func TestPeerRestartAdopted(t *testing.T) {
+	p, b2, first := restartPair(t, Config{Session: idA})
+	a := p.a
+	require.NoError(t, a.HandleDatagram(p.now, first))
+	require.Equal(t, uint32(idB+1), a.PeerSession())
+	require.Equal(t, uint64(1), a.Stats().PeerRestarts)
+	require.Equal(t, engine.StateEstablished, a.State(), "no way back to handshake")
+
+	n := a.Poll(p.now, p.buf)
+	var pk Packet
+	require.NoError(t, Decode(p.buf[:n], &pk))
+	require.Equal(t, uint32(idA), pk.Session)
+	require.Equal(t, uint32(idB+1), pk.ObservedSession)
+	require.Equal(t, uint8(1), pk.ObservedSeq, "B' sent seq 1")
+	require.Zero(t, pk.Next, "numbering restarts at 0: E omitted")
+	require.Equal(t, [][]byte{[]byte("inflight")}, pk.Messages)
+	require.Equal(t, uint64(1), a.Stats().Retransmits)
+
+	require.NoError(t, b2.HandleDatagram(p.now, p.buf[:n]))
+	require.Equal(t, []string{"inflight"}, drain(b2))
+	n = b2.Poll(p.now, p.buf)
+	require.NoError(t, a.HandleDatagram(p.now, p.buf[:n]))
+	require.Zero(t, a.Pending())
+}
+
+func TestPeerRestartRejectedWhenConfigured(t *testing.T) {
+	p, _, first := restartPair(t, Config{Session: idA, RejectNewPeerSession: true})
+	before, stats := snapshot(p.a), p.a.stats
+	require.ErrorIs(t, p.a.HandleDatagram(p.now, first), engine.ErrPeerRestarted)
+	requireUnchanged(t, before, p.a, stats)
+	require.Equal(t, uint32(idB), p.a.PeerSession())
+	require.Zero(t, p.a.Stats().PeerRestarts)
+}
+
+func TestWindowFullHeaderRepeat(t *testing.T) {
+	// G keeps sending data but never confirms beyond C's octet 2; C
+	// confirms each packet with a new one up to seq 2+255 = 0x0101, then
+	// only repeats its last header (notes §3.7).
+	now := time.Unix(1, 0)
+	c, buf := handshakeWithG(t, now)
+	for seq := 2; seq <= 0xff; seq++ {
+		require.NoError(t, c.HandleDatagram(now, encode(Packet{
+			Seq: uint16(seq), ObservedSeq: 2, Next: uint8(seq - 1), Messages: [][]byte{{byte(seq)}},
+		})))
+		n := c.Poll(now, buf)
+		require.Equal(t, encode(Packet{Seq: uint16(seq + 2), ObservedSeq: uint8(seq)}), buf[:n], "seq %d", seq)
+	}
+	require.NoError(t, c.Send([]byte("d"), engine.SendOptions{}))
+	// From now on each G packet is answered only by a header repeat of
+	// seq 0x0101, one RTO after C's last transmission. The first carries
+	// two messages, so that G's numbering does not come back to where it
+	// was when C's confirmed packet was sent (256 messages later it would
+	// look as if nothing were left to confirm).
+	for i, g := range []Packet{
+		{Seq: 0x100, ObservedSeq: 2, Next: 0xff, Messages: [][]byte{{0}, {1}}},
+		{Seq: 0x101, ObservedSeq: 2, Next: 1, Messages: [][]byte{{2}}},
+		{Seq: 0x102, ObservedSeq: 2, Next: 2, Messages: [][]byte{{3}}},
+	} {
+		require.NoError(t, c.HandleDatagram(now, encode(g)))
+		require.Zero(t, c.Poll(now, buf), "no sequence number left: wait for the timer")
+		now = now.Add(time.Second)
+		n := c.Poll(now, buf)
+		require.Equal(t, "00ff0101", hex.EncodeToString(buf[:n]), "repeat %d", i)
+		require.Zero(t, c.Poll(now, buf))
+	}
+	// G confirms: the window opens and the data goes out at once.
+	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: 0x103, ObservedSeq: 0x01, Next: 3})))
+	n := c.Poll(now, buf)
+	require.Equal(t, "000301020064", hex.EncodeToString(buf[:n]))
+}
+
+func TestMissedListCapped(t *testing.T) {
+	now := time.Unix(1, 0)
+	c, buf := handshakeWithG(t, now)
+	// E jumps to 255 (254 missed), drops to 0 (E absent: 1 more), then to
+	// 3 (3 more): 258 entries, kept to 256.
+	for i, next := range []uint8{0xff, 0, 3} {
+		require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: uint16(2 + i), ObservedSeq: 3, Next: next})))
+	}
+	require.Equal(t, maxMissed, c.nMissed)
+	n := c.Poll(now, buf)
+	var pk Packet
+	require.NoError(t, Decode(buf[:n], &pk))
+	require.Len(t, pk.Missed, maxMissed)
+	require.Equal(t, uint8(1), pk.Missed[0])
+}
+
+func TestKeepAliveProbeAndIdleTimeout(t *testing.T) {
+	const keep, idle = 10 * time.Second, 25 * time.Second
+	p := idlePair(t, Config{Session: idA, KeepAlive: keep, IdleTimeout: idle}, Config{Session: idB})
+	a := p.a
+	require.True(t, p.b.Deadline().IsZero(), "B idle")
+	last := a.lastRecv
+	require.Equal(t, last.Add(keep), a.Deadline())
+
+	// The probe: next sequence number, no messages, observed octet as in
+	// the previous packet (it confirms nothing new).
+	want := encode(Packet{Seq: a.lastSent + 1, ObservedSeq: a.lastObservedSent, Next: a.nextOut})
+	p.now = last.Add(keep)
+	n := a.Poll(p.now, p.buf)
+	require.Equal(t, want, p.buf[:n])
+	require.NoError(t, p.b.HandleDatagram(p.now, p.buf[:n]))
+	n = p.b.Poll(p.now, p.buf)
+	require.NotZero(t, n, "B answers the probe at once")
+	var pk Packet
+	require.NoError(t, Decode(p.buf[:n], &pk))
+	require.Equal(t, uint8(a.lastSent), pk.ObservedSeq, "and confirms it")
+	require.NoError(t, a.HandleDatagram(p.now, p.buf[:n]))
+	require.Zero(t, a.Poll(p.now, p.buf), "A does not answer the answer")
+	require.Zero(t, p.b.Poll(p.now, p.buf))
+
+	// Keep going with working links: probes keep A alive well past idle.
+	p.advance(p.now.Add(3 * idle))
+	require.Equal(t, engine.StateEstablished, a.State())
+
+	// Cut the links: A probes every keep and gives up after idle.
+	p.ab.cut, p.ba.cut = true, true
+	sent := a.Stats().PacketsSent
+	lastRecv := a.lastRecv
+	p.runUntil(100, func() bool { return a.State() == engine.StateClosed })
+	require.Equal(t, lastRecv.Add(idle), p.now)
+	require.ErrorIs(t, a.Err(), engine.ErrIdleTimeout)
+	require.Equal(t, sent+2, a.Stats().PacketsSent, "probes at +10 s and +20 s")
+	require.Equal(t, engine.StateEstablished, p.b.State(), "B has no idle timeout")
+}
+
+func TestHandshakeTimeoutWithBackoff(t *testing.T) {
+	t0 := time.Unix(1, 0)
+	s, err := New(t0, Config{Session: idA, HandshakeTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	buf := make([]byte, DefaultMaxDatagram)
+	var at []time.Duration
+	for s.State() != engine.StateClosed {
+		now := s.Deadline()
+		if n := s.Poll(now, buf); n > 0 {
+			require.Equal(t, "080000010a0a0a0a", hex.EncodeToString(buf[:n]))
+			at = append(at, now.Sub(t0))
+		}
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{0, 250 * ms, 750 * ms, 1750 * ms}, at, "RTO doubles")
+	require.ErrorIs(t, s.Err(), engine.ErrHandshakeTimeout)
+	require.Equal(t, 8*DefaultRTOInitial, s.Stats().RTO, "three timer repeats")
+}
+
+func TestRTTSample(t *testing.T) {
+	p := idlePair(t, Config{Session: idA}, Config{Session: idB})
+	st := p.a.Stats()
+	require.Equal(t, 20*time.Millisecond, st.SRTT, "one message, answered at once over 10 ms links")
+	require.Equal(t, 10*time.Millisecond, st.RTTVar)
+	require.Equal(t, 60*time.Millisecond, st.RTO)
+}
+
+func TestCloseGraceful(t *testing.T) {
+	p := idlePair(t, Config{Session: idA}, Config{Session: idB})
+	for i := range 300 {
+		require.NoError(t, p.a.Send([]byte{byte(i)}, engine.SendOptions{}))
+		require.NoError(t, p.b.Send([]byte{byte(i)}, engine.SendOptions{}))
+	}
+	closeAt := p.now
+	p.a.Close(closeAt)
+	require.Equal(t, engine.StateClosing, p.a.State())
+	require.ErrorIs(t, p.a.Send([]byte("late"), engine.SendOptions{}), engine.ErrClosed)
+	var gotA, gotB int
+	p.runUntil(10_000, func() bool {
+		gotA += len(drain(p.a))
+		gotB += len(drain(p.b))
+		return p.a.State() == engine.StateClosed
+	})
+	require.NoError(t, p.a.Err())
+	require.Equal(t, 300, gotB+len(drain(p.b)), "queued messages still delivered")
+	require.Equal(t, 300, gotA+len(drain(p.a)), "the peer still answered")
+	require.Zero(t, p.a.Pending())
+	require.Equal(t, p.a.lastRecv.Add(p.a.rtt.RTO()), p.now, "closed one RTO after the last datagram")
+	require.Less(t, p.now.Sub(closeAt), DefaultLinger)
+}
+
+func TestCloseLingerTimeout(t *testing.T) {
+	p := idlePair(t, Config{Session: idA, Linger: 2 * time.Second}, Config{Session: idB})
+	p.ab.cut, p.ba.cut = true, true
+	require.NoError(t, p.a.Send([]byte("lost"), engine.SendOptions{}))
+	closeAt := p.now
+	p.a.Close(closeAt)
+	p.runUntil(100, func() bool { return p.a.State() == engine.StateClosed })
+	require.Equal(t, closeAt.Add(2*time.Second), p.now)
+	require.ErrorIs(t, p.a.Err(), engine.ErrLingerTimeout)
+	require.Equal(t, 1, p.a.Pending())
+
+	// Linger running out with nothing pending is a graceful end (here
+	// the quiet period of one RTO is longer than Linger).
+	q := idlePair(t, Config{Session: idA, Linger: time.Second, RTOInitial: 2 * time.Second, RTOMin: 2 * time.Second}, Config{Session: idB})
+	closeAt = q.now
+	q.a.Close(closeAt)
+	q.runUntil(1000, func() bool { return q.a.State() == engine.StateClosed })
+	require.Equal(t, closeAt.Add(time.Second), q.now)
+	require.NoError(t, q.a.Err())
+}
