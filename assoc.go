@@ -1,0 +1,184 @@
+package rudp
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// upper is the layer above an association's engine: a stream Conn or a
+// MessageConn. All its methods are called with the association's mutex held.
+type upper interface {
+	// deliver takes one message the engine delivered.
+	deliver(m engine.Message)
+	// pump moves what the layer has queued into the engine, and drives its
+	// close procedure.
+	pump(now time.Time)
+	// full reports that the layer holds as many delivered messages as it
+	// may; datagrams are then left unprocessed so the peer resends later.
+	full() bool
+	// ended is called once, when the association is over; err is nil for
+	// a graceful end.
+	ended(err error)
+}
+
+// assoc is one association: an engine bound to a remote address on an
+// endpoint, with its timer. mu serialises every engine call; the engine's
+// datagrams are sent while mu is held, so they leave in order.
+type assoc struct {
+	ep    *endpoint
+	raddr net.Addr
+	key   string
+
+	mu      sync.Mutex
+	eng     engine.Engine
+	up      upper
+	timer   *time.Timer
+	timerAt time.Time
+	out     []byte
+	wake    chan struct{} // closed and replaced when anything changes
+	waiting bool          // someone holds wake
+	over    bool
+
+	fullDrops uint64 // datagrams left unprocessed because up was full
+}
+
+func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
+	a := &assoc{
+		ep:    ep,
+		raddr: raddr,
+		key:   raddr.String(),
+		eng:   eng,
+		out:   make([]byte, mtu),
+		wake:  make(chan struct{}),
+	}
+	a.timer = time.AfterFunc(time.Hour, a.onTimer)
+	a.timer.Stop()
+	return a
+}
+
+// handleDatagram feeds one datagram to the engine. It returns true when
+// the datagram comes from a restarted peer and this association has ended
+// because of it, so the caller may treat the datagram as a new peer's.
+func (a *assoc) handleDatagram(now time.Time, p []byte) (restarted bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.over {
+		return false
+	}
+	if a.up.full() {
+		a.fullDrops++
+		return false
+	}
+	err := a.eng.HandleDatagram(now, p)
+	if errors.Is(err, engine.ErrPeerRestarted) {
+		a.endLocked(ErrReset)
+		return true
+	}
+	a.settleLocked(now)
+	return false
+}
+
+func (a *assoc) onTimer() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.over {
+		a.timerAt = time.Time{}
+		a.settleLocked(time.Now())
+	}
+}
+
+// settleLocked brings everything up to date after any input: hands
+// delivered messages up, lets the upper layer queue more, sends what the
+// engine has due, ends the association if the engine is done, re-arms the
+// timer and wakes waiters.
+func (a *assoc) settleLocked(now time.Time) {
+	for {
+		m, ok := a.eng.Recv()
+		if !ok {
+			break
+		}
+		a.up.deliver(m)
+	}
+	a.up.pump(now)
+	for {
+		n := a.eng.Poll(now, a.out)
+		if n == 0 {
+			break
+		}
+		a.ep.send(a.out[:n], a.raddr)
+	}
+	if a.eng.State() == engine.StateClosed {
+		a.endLocked(a.eng.Err())
+		return
+	}
+	if dl := a.eng.Deadline(); !dl.Equal(a.timerAt) {
+		a.timerAt = dl
+		if dl.IsZero() {
+			a.timer.Stop()
+		} else {
+			a.timer.Reset(max(dl.Sub(now), 0))
+		}
+	}
+	a.notifyLocked()
+}
+
+// waitChan returns a channel closed at the next change. Call with mu held.
+func (a *assoc) waitChan() <-chan struct{} {
+	a.waiting = true
+	return a.wake
+}
+
+func (a *assoc) notifyLocked() {
+	if a.waiting {
+		close(a.wake)
+		a.wake = make(chan struct{})
+		a.waiting = false
+	}
+}
+
+// endLocked finishes the association once: the upper layer learns why,
+// the timer stops, the endpoint forgets it.
+func (a *assoc) endLocked(err error) {
+	if a.over {
+		return
+	}
+	a.over = true
+	a.timer.Stop()
+	a.ep.log.Debug("rudp: association ended", "peer", a.raddr, "err", err, "stats", a.eng.Stats())
+	a.up.ended(err)
+	a.notifyLocked()
+	a.ep.remove(a) // lock order: a.mu, then ep.mu
+}
+
+// abandon ends the association at once, without the engine's close.
+func (a *assoc) abandon(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.endLocked(err)
+}
+
+// refused ends an association still in its handshake when the peer's
+// port is unreachable.
+func (a *assoc) refused(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.eng.State() == engine.StateHandshake {
+		a.endLocked(err)
+	}
+}
+
+// start registers the association with its endpoint and sends its first
+// datagrams. It returns false if the endpoint has stopped.
+func (a *assoc) start(now time.Time) bool {
+	if !a.ep.add(a) {
+		return false
+	}
+	a.mu.Lock()
+	a.settleLocked(now)
+	a.mu.Unlock()
+	return true
+}

@@ -1,0 +1,229 @@
+package rudp
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/transport/v3/deadline"
+)
+
+// kind is what differs between a stream Conn and a MessageConn in the
+// life cycle connBase runs. Its methods are called with a.mu held.
+type kind interface {
+	upper
+	// failure is the error to report once the conn has failed or ended.
+	failure() error
+	// abortLocked tells the peer the conn is being abandoned, if the
+	// protocol can say so.
+	abortLocked(code uint8)
+}
+
+// connBase is the part of Conn and MessageConn that is not about data: the
+// start on first use, the handshake wait, deadlines, addresses, close
+// timers and the association's end.
+type connBase struct {
+	cfg   *Config
+	raddr net.Addr
+	k     kind
+
+	startOnce sync.Once
+	startFn   func() error // client conns start on first use
+	closeFn   func()       // closes the PacketConn of a client conn never used
+	startErr  error
+	openedF   atomic.Bool
+
+	a      *assoc
+	rd, wd *deadline.Deadline
+
+	// guarded by a.mu
+	opened     bool // handshake complete
+	closed     bool // Close was called
+	engClosing bool // the engine's graceful close has begun
+	over       bool // the association has ended
+	err        error
+	timers     [2]*time.Timer // handshake, linger
+}
+
+func newBase(cfg *Config, raddr net.Addr, k kind) connBase {
+	return connBase{cfg: cfg, raddr: raddr, k: k, rd: deadline.New(), wd: deadline.New()}
+}
+
+// begin registers the association and arms the handshake timer. It
+// returns false if the endpoint no longer serves.
+func (b *connBase) begin(now time.Time) bool {
+	b.a.mu.Lock()
+	b.timers[0] = time.AfterFunc(b.cfg.HandshakeTimeout, b.handshakeExpired)
+	b.a.mu.Unlock()
+	if !b.a.start(now) {
+		b.timers[0].Stop()
+		return false
+	}
+	return true
+}
+
+// start runs startFn once.
+func (b *connBase) start() error {
+	b.startOnce.Do(func() {
+		if b.startFn != nil {
+			b.startErr = b.startFn()
+		}
+	})
+	return b.startErr
+}
+
+// Handshake runs the handshake if it has not run yet, and waits until it
+// completes. Read and Write call it first; Dial and Accept return conns
+// whose handshake is done. It returns ctx's error if ctx ends first,
+// ErrHandshakeTimeout after Config.HandshakeTimeout, ErrProtocol if the
+// peer does not speak the expected framing, or a dial error such as
+// connection refused (an ICMP port unreachable on a dialed conn).
+func (b *connBase) Handshake(ctx context.Context) error {
+	if b.openedF.Load() {
+		return nil
+	}
+	if err := b.start(); err != nil {
+		return err
+	}
+	return b.wait(ctx.Done(), ctx.Err, "handshake", func() (bool, error) { return b.opened, nil })
+}
+
+// wait loops until check reports done or an error, the conn is closed or
+// has failed, or stop fires (then it fails with stopErr()). check runs with
+// a.mu held.
+func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, check func() (bool, error)) error {
+	a := b.a
+	for {
+		a.mu.Lock()
+		var done bool
+		var err error
+		if b.closed {
+			err = errClosed
+		} else if done, err = check(); !done && err == nil && b.over {
+			err = b.k.failure()
+		}
+		if done || err != nil {
+			a.mu.Unlock()
+			return opError(op, b.LocalAddr(), b.raddr, err)
+		}
+		ch := a.waitChan()
+		a.mu.Unlock()
+		select {
+		case <-ch:
+		case <-stop:
+			return opError(op, b.LocalAddr(), b.raddr, stopErr())
+		}
+	}
+}
+
+// markOpened records the completed handshake. Call with a.mu held.
+func (b *connBase) markOpened() {
+	b.opened = true
+	b.openedF.Store(true)
+	b.timers[0].Stop()
+}
+
+// closeUnused handles Close on a client conn never used: nothing was sent,
+// its PacketConn is closed. It reports whether that was the case.
+func (b *connBase) closeUnused() bool {
+	if b.startFn == nil {
+		return false // dialed or accepted: started at birth
+	}
+	unused := false
+	b.startOnce.Do(func() {
+		unused = true
+		b.startErr = opError("handshake", nil, b.raddr, errClosed)
+	})
+	if unused && b.closeFn != nil {
+		b.closeFn()
+	}
+	return unused
+}
+
+// LocalAddr returns the local address of the underlying PacketConn, or nil
+// before a conn made by Client is first used.
+func (b *connBase) LocalAddr() net.Addr {
+	if b.a == nil {
+		return nil
+	}
+	return b.a.ep.pc.LocalAddr()
+}
+
+// RemoteAddr returns the peer's address.
+func (b *connBase) RemoteAddr() net.Addr { return b.raddr }
+
+// SetDeadline sets the read and write deadlines, as net.Conn describes. A
+// zero time means no deadline. It never fails.
+func (b *connBase) SetDeadline(t time.Time) error {
+	b.rd.Set(t)
+	b.wd.Set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline for blocked and future reads. Expiry
+// makes them fail with os.ErrDeadlineExceeded. It never fails.
+func (b *connBase) SetReadDeadline(t time.Time) error { b.rd.Set(t); return nil }
+
+// SetWriteDeadline sets the deadline for blocked and future writes.
+// Expiry makes them fail with os.ErrDeadlineExceeded. It never fails.
+func (b *connBase) SetWriteDeadline(t time.Time) error { b.wd.Set(t); return nil }
+
+// Protocol returns the wire protocol the conn speaks.
+func (b *connBase) Protocol() Protocol { return b.cfg.Protocol }
+
+// Stats returns a snapshot of the conn's counters; zero before a conn made
+// by Client is first used.
+func (b *connBase) Stats() Stats {
+	if b.a == nil {
+		return Stats{}
+	}
+	b.a.mu.Lock()
+	defer b.a.mu.Unlock()
+	return statsOf(b.a)
+}
+
+// beginClose starts the engine's graceful close once. Call with a.mu held.
+func (b *connBase) beginClose(now time.Time) {
+	if !b.engClosing {
+		b.engClosing = true
+		b.a.eng.Close(now)
+	}
+}
+
+// ended implements upper for both kinds.
+func (b *connBase) endedBase(err error) {
+	b.over = true
+	if b.err == nil {
+		b.err = err
+	}
+	for _, t := range b.timers {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+func (b *connBase) handshakeExpired() {
+	b.expire(resetTimedOut, ErrHandshakeTimeout, func() bool { return !b.opened })
+}
+
+func (b *connBase) lingerExpired() {
+	b.expire(resetLinger, ErrLingerTimeout, func() bool { return true })
+}
+
+// expire abandons the association if cond still holds when a timer fires.
+func (b *connBase) expire(code uint8, err error, cond func() bool) {
+	a := b.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !b.over && cond() {
+		b.k.abortLocked(code)
+		a.settleLocked(time.Now())
+		a.endLocked(err)
+	}
+}
+
+// deadlineErr is the stopErr of a deadline.
+func deadlineErr() error { return errTimeout }

@@ -1,0 +1,272 @@
+package rudp
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/stream"
+)
+
+// Reset codes carried by the RST frames a Conn sends.
+const (
+	resetClosed   uint8 = 1 // closed with data from the peer unread
+	resetLinger   uint8 = 2 // Config.Linger ran out during Close
+	resetRefused  uint8 = 3 // the listener closed before Accept
+	resetTimedOut uint8 = 4 // the handshake did not complete in time
+)
+
+// Conn is a reliable, ordered, flow-controlled byte stream over UDP (or any
+// net.PacketConn): a net.Conn like a TCP connection, between rudp peers.
+//
+// Write returns once its bytes are queued for delivery; it blocks while the
+// send buffer (Config.SendBuffer) is full. Bytes reported written are
+// delivered in order, even after a write deadline expires, unless the
+// conn fails. Read returns exactly io.EOF after the peer's CloseWrite or
+// Close, once every byte before it was read.
+//
+// Other errors are *net.OpError values wrapping os.ErrDeadlineExceeded (a
+// deadline passed), net.ErrClosed (after Close), ErrReset (the peer aborted
+// or restarted), ErrIdleTimeout, ErrHandshakeTimeout or ErrProtocol. A Conn
+// is safe for concurrent use.
+type Conn struct {
+	connBase
+
+	// guarded by a.mu
+	st        *stream.Stream
+	frame     []byte
+	maxQueued int
+	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
+	aborted   bool                // an RST was queued
+}
+
+var _ net.Conn = (*Conn)(nil)
+
+// newConn returns a conn shell; attach gives it its engine.
+func newConn(cfg *Config, raddr net.Addr, q *acceptQueue[*Conn]) *Conn {
+	c := &Conn{accepted: q}
+	c.connBase = newBase(cfg, raddr, c)
+	return c
+}
+
+// attach binds the conn to eng on ep. The caller then calls begin.
+func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
+	caps := eng.Capabilities()
+	c.frame = make([]byte, caps.MaxMessage)
+	c.maxQueued = caps.MaxQueued
+	c.st = stream.New(stream.Config{
+		MaxFrame:   caps.MaxMessage,
+		RecvWindow: c.cfg.RecvWindow,
+		SendBuffer: c.cfg.SendBuffer,
+		Ordered:    caps.Ordered,
+	})
+	c.a = newAssoc(ep, c.raddr, eng, c.cfg.MTU)
+	c.a.up = c
+}
+
+// Read reads in-order stream bytes into p. It blocks until at least one
+// byte is available, the peer has finished (io.EOF), the read deadline
+// passes (os.ErrDeadlineExceeded) or the conn fails or is closed.
+func (c *Conn) Read(p []byte) (int, error) {
+	if err := c.Handshake(context.Background()); err != nil {
+		return 0, err
+	}
+	if deadlinePassed(c.rd.Done()) {
+		return 0, opError("read", c.LocalAddr(), c.raddr, errTimeout)
+	}
+	n := 0
+	err := c.wait(c.rd.Done(), deadlineErr, "read", func() (bool, error) {
+		if len(p) == 0 {
+			return true, nil
+		}
+		var err error
+		n, err = c.st.Read(p)
+		if n > 0 && !c.over {
+			c.a.settleLocked(time.Now()) // window update
+		}
+		return n > 0, err
+	})
+	return n, err
+}
+
+// Write queues p for delivery. It blocks while the send buffer is full and
+// returns when all of p is queued, or with the count queued so far and an
+// error: os.ErrDeadlineExceeded after the write deadline, net.ErrClosed
+// after Close or CloseWrite, or why the conn failed. Bytes counted as
+// written are delivered unless the conn fails.
+func (c *Conn) Write(p []byte) (int, error) {
+	if err := c.Handshake(context.Background()); err != nil {
+		return 0, err
+	}
+	if deadlinePassed(c.wd.Done()) {
+		return 0, opError("write", c.LocalAddr(), c.raddr, errTimeout)
+	}
+	total := 0
+	err := c.wait(c.wd.Done(), deadlineErr, "write", func() (bool, error) {
+		if c.over || c.st.Err() != nil {
+			return false, c.failure()
+		}
+		n := c.st.Write(p[total:])
+		if n > 0 {
+			total += n
+			c.a.settleLocked(time.Now())
+		} else if c.st.SendDone() {
+			return false, errClosed // after CloseWrite
+		}
+		return total == len(p), nil
+	})
+	return total, err
+}
+
+// CloseWrite shuts down the writing side: the peer reads every byte
+// written so far, then io.EOF. Reading goes on. Further Writes fail with
+// net.ErrClosed.
+func (c *Conn) CloseWrite() error {
+	if err := c.Handshake(context.Background()); err != nil {
+		return err
+	}
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	if c.closed {
+		return opError("close", c.LocalAddr(), c.raddr, errClosed)
+	}
+	if !c.over {
+		c.st.CloseWrite()
+		c.a.settleLocked(time.Now())
+	}
+	return nil
+}
+
+// Close closes the conn for the caller at once: blocked and future Reads
+// and Writes return net.ErrClosed. Close does not block. In the background,
+// the bytes already accepted by Write are still delivered, followed by the
+// end of the stream (the peer reads io.EOF); the association ends when the
+// peer has finished too. If the peer keeps sending data that will never be
+// read, or does not finish within Config.Linger, it is sent a reset. Close
+// returns an error wrapping net.ErrClosed if the conn was already closed.
+func (c *Conn) Close() error {
+	if c.closeUnused() {
+		return nil
+	}
+	a := c.a
+	if a == nil {
+		return opError("close", nil, c.raddr, errClosed)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.closed {
+		return opError("close", c.LocalAddr(), c.raddr, errClosed)
+	}
+	c.closed = true
+	if !c.over {
+		c.st.CloseWrite()
+		c.timers[1] = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
+		a.settleLocked(time.Now())
+	}
+	a.notifyLocked()
+	return nil
+}
+
+// failure implements kind.
+func (c *Conn) failure() error {
+	if c.err != nil {
+		return c.err // why the association ended: a timeout, a local abort
+	}
+	if err := c.st.Err(); err != nil {
+		return err // the peer's reset or a protocol violation
+	}
+	return ErrReset
+}
+
+// deliver implements upper.
+func (c *Conn) deliver(m engine.Message) {
+	if err := c.st.HandleFrame(m.Data); err != nil {
+		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
+	}
+}
+
+// full implements upper: the stream's window bounds what it holds.
+func (c *Conn) full() bool { return false }
+
+// ended implements upper.
+func (c *Conn) ended(err error) {
+	c.endedBase(err)
+	if c.accepted != nil && !c.opened {
+		c.accepted.abandon()
+	}
+}
+
+// pump implements upper: frames go from the stream to the engine; the
+// handshake and close procedures advance.
+func (c *Conn) pump(now time.Time) {
+	for range 2 {
+		drained := true
+		for c.a.eng.Pending() < c.maxQueued {
+			n := c.st.NextFrame(c.frame)
+			if n == 0 {
+				break
+			}
+			if c.a.eng.Send(c.frame[:n], engine.SendOptions{}) != nil {
+				break // the engine has ended; settle reports why
+			}
+			drained = false
+		}
+		if !c.opened && c.st.Opened() {
+			c.markOpened()
+			if c.accepted != nil && !c.accepted.ready(c) {
+				c.abortLocked(resetRefused)
+				continue
+			}
+		}
+		if !c.closeStep(now, drained) {
+			return
+		}
+	}
+}
+
+// closeStep advances an aborted or closing conn towards the engine's
+// close; it returns true if it queued a frame.
+func (c *Conn) closeStep(now time.Time, drained bool) bool {
+	if c.engClosing {
+		return false
+	}
+	if c.aborted || c.st.Err() != nil {
+		if drained {
+			c.beginClose(now)
+		}
+		return false
+	}
+	if !c.closed || !c.st.SendDone() || c.a.eng.Pending() > 0 {
+		return false
+	}
+	if c.st.RecvDone() {
+		c.beginClose(now)
+		return false
+	}
+	if c.st.Readable() { // data arrives that nobody will read
+		c.abortLocked(resetClosed)
+		return true
+	}
+	return false
+}
+
+// abortLocked implements kind: an RST frame goes to the peer.
+func (c *Conn) abortLocked(code uint8) {
+	if !c.aborted {
+		c.aborted = true
+		c.st.Abort(code)
+	}
+}
+
+// deadlinePassed reports whether a deadline channel has fired.
+func deadlinePassed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *Conn) base() *connBase { return &c.connBase }

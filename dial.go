@@ -1,0 +1,138 @@
+package rudp
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// Dial connects to the rudp listener at address over UDP with the default
+// Config, and completes the handshake. network is "udp", "udp4" or "udp6".
+// It returns a *Conn.
+func Dial(network, address string) (net.Conn, error) {
+	var d Dialer
+	return d.Dial(network, address)
+}
+
+// Dialer holds options for dialing rudp streams. The zero value dials with
+// the default Config from an ephemeral port.
+type Dialer struct {
+	// Config configures the conn; nil means defaults.
+	Config *Config
+	// LocalAddr is the local UDP address to bind; nil picks one.
+	LocalAddr net.Addr
+}
+
+// Dial is DialContext with context.Background.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
+// DialContext connects to address and completes the handshake before
+// ctx ends and within Config.HandshakeTimeout. It returns a *Conn, or an
+// error: a resolution or socket error, connection refused (the peer's port
+// answered with ICMP port unreachable), ErrHandshakeTimeout, ErrProtocol,
+// or ctx's error.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := dial(ctx, d.Config, d.LocalAddr, network, address, true, newConn)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// dial opens a connected socket to address and runs a conn of kind T on it
+// through its handshake.
+func dial[T acceptable](ctx context.Context, config *Config, local net.Addr, network, address string,
+	stream bool, mk func(*Config, net.Addr, *acceptQueue[T]) T) (T, error) {
+	var zero T
+	cfg, pc, raddr, err := dialSocket(ctx, config, local, network, address)
+	if err != nil {
+		return zero, err
+	}
+	c := mk(cfg, raddr, nil)
+	b := c.base()
+	eng, err := cfg.newEngine(time.Now(), stream)
+	if err != nil {
+		_ = pc.Close()
+		return zero, err
+	}
+	c.attach(newEndpoint(pc, true, cfg.Logger), eng)
+	runClient(b)
+	if err := b.Handshake(ctx); err != nil {
+		b.a.abandon(err)
+		return zero, err
+	}
+	return c, nil
+}
+
+// dialSocket resolves the address and opens a connected UDP socket, so
+// that an unreachable port is reported at once.
+func dialSocket(ctx context.Context, config *Config, local net.Addr, network, address string) (*Config, *net.UDPConn, *net.UDPAddr, error) {
+	cfg, err := config.resolved()
+	if err == nil {
+		err = checkNetwork(network)
+	}
+	if err != nil {
+		return nil, nil, nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	raddr, err := net.ResolveUDPAddr(network, address)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var laddr *net.UDPAddr
+	if local != nil {
+		ua, ok := local.(*net.UDPAddr)
+		if !ok {
+			return nil, nil, nil, &net.OpError{Op: "dial", Net: network, Addr: raddr, Err: net.InvalidAddrError("LocalAddr must be a *net.UDPAddr")}
+		}
+		laddr = ua
+	}
+	pc, err := net.DialUDP(network, laddr, raddr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, pc, raddr, nil
+}
+
+// runClient starts a client association on its endpoint, which then lives
+// as long as the association.
+func runClient(b *connBase) {
+	b.a.ep.serve()
+	b.begin(time.Now())
+	b.a.ep.release()
+}
+
+// Client returns a rudp stream conn to raddr over pc, like tls.Client: the
+// handshake runs on first use (Read, Write or Handshake). The conn owns pc
+// from then on and closes it when the association ends. Every datagram on
+// pc that is not from raddr is dropped. An invalid config is reported by
+// the first use.
+func Client(pc net.PacketConn, raddr net.Addr, config *Config) *Conn {
+	return client(pc, raddr, config, true, newConn)
+}
+
+// client builds a conn of kind T over pc that starts on first use.
+func client[T acceptable](pc net.PacketConn, raddr net.Addr, config *Config,
+	stream bool, mk func(*Config, net.Addr, *acceptQueue[T]) T) T {
+	cfg, cfgErr := config.resolved()
+	if cfgErr != nil {
+		cfg, _ = (*Config)(nil).resolved()
+	}
+	c := mk(cfg, raddr, nil)
+	b := c.base()
+	b.closeFn = func() { _ = pc.Close() }
+	b.startFn = func() error {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		eng, err := cfg.newEngine(time.Now(), stream)
+		if err != nil {
+			return err
+		}
+		c.attach(newEndpoint(pc, false, cfg.Logger), eng)
+		runClient(b)
+		return nil
+	}
+	return c
+}

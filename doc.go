@@ -1,0 +1,48 @@
+// Package rudp turns a net.PacketConn (a UDP socket by default) into
+// reliable connections.
+//
+// # Two kinds of conn
+//
+// Streams are net.Conn byte streams between rudp peers, a drop-in for
+// net.Dial and net.Listen: ordered, flow-controlled, with half-close
+// (CloseWrite), graceful Close, deadlines, and errors that follow Go's
+// conventions (io.EOF, os.ErrDeadlineExceeded, net.ErrClosed). They work
+// under crypto/tls and net/http and pass golang.org/x/net/nettest's
+// conformance tests. Dial, Listen, Dialer, ListenConfig, Client and Server
+// make them.
+//
+// Message conns (MessageConn) speak a protocol's own messages on the wire,
+// with nothing added, so they interoperate with other implementations of
+// that protocol. DialMessages, ListenMessages, ClientMessages and
+// ServerMessages make them.
+//
+// # Protocols
+//
+// Each wire protocol is a reliability engine, chosen with Config.Protocol:
+//
+//	Protocol  Messages      Ordering                   Channels  Delivery
+//	Airhook   1..256 bytes  unordered (streams order)  1         reliable
+//
+// Airhook is wire-compatible with the airhook-2 C library (wtanaka/airhook,
+// commit f5a18bd); see internal/airhook for the exact behaviour and the
+// choices made where the specification is silent.
+//
+// # Streams on the wire
+//
+// A stream carries rudp's own framing inside the engine's reliable
+// messages: a HELLO with the stream parameters, DATA segments tagged with
+// their byte offset (so ordering does not depend on the engine), WINDOW
+// updates (flow control: the receiver advertises how far the sender may
+// go; Config.RecvWindow), FIN (end of the stream) and RST (abort). Only
+// rudp speaks it; use a MessageConn to talk to other implementations.
+//
+// # Resources and limits
+//
+// One goroutine reads each PacketConn; each association has one timer.
+// A stream holds at most Config.SendBuffer bytes not yet sent and
+// Config.RecvWindow bytes not yet read; a message conn at most
+// Config.MaxRecvQueue unread messages and the engine's send queue; a
+// listener at most Config.Backlog new peers. A peer that stops answering
+// makes its conn fail with ErrIdleTimeout after Config.IdleTimeout; one
+// that never completes its handshake, ErrHandshakeTimeout.
+package rudp

@@ -1,0 +1,180 @@
+package rudp
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// endpoint owns one net.PacketConn: one reader goroutine demultiplexes
+// datagrams by remote address to associations, and every association sends
+// through it. The PacketConn is closed when the last user (listener or
+// association) releases it.
+type endpoint struct {
+	pc        net.PacketConn
+	connected bool // pc is a connected *net.UDPConn: send with Write
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	assocs   map[string]*assoc
+	refs     int
+	newPeer  func(p []byte, from net.Addr, now time.Time) // nil: datagrams from unknown peers are dropped
+	readErr  error                                        // why the reader stopped
+	done     chan struct{}                                // closed when the reader stops
+	released bool
+
+	unknownDrops atomic.Uint64 // datagrams from peers with no association
+	sendErrors   atomic.Uint64 // datagrams the socket refused to send
+}
+
+// newEndpoint wraps pc; serve starts reading. The caller holds the first
+// reference.
+func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *endpoint {
+	if uc, ok := pc.(*net.UDPConn); ok {
+		// Best effort: a larger socket buffer absorbs bursts of a full
+		// window; the kernel caps it at its configured maximum.
+		_ = uc.SetReadBuffer(4 << 20)
+		_ = uc.SetWriteBuffer(4 << 20)
+	}
+	ep := &endpoint{
+		pc:        pc,
+		connected: connected,
+		log:       log,
+		assocs:    make(map[string]*assoc),
+		refs:      1,
+		done:      make(chan struct{}),
+	}
+	return ep
+}
+
+// serve starts the reader goroutine.
+func (ep *endpoint) serve() { go ep.readLoop() }
+
+// stopAccepting drops datagrams from unknown peers from now on.
+func (ep *endpoint) stopAccepting() {
+	ep.mu.Lock()
+	ep.newPeer = nil
+	ep.mu.Unlock()
+}
+
+func (ep *endpoint) readLoop() {
+	defer close(ep.done)
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := ep.pc.ReadFrom(buf)
+		if err != nil {
+			if ep.connected && errors.Is(err, syscall.ECONNREFUSED) {
+				ep.refused(err)
+				continue
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // a deadline set on pc by its owner; keep serving
+			}
+			ep.stop(err)
+			return
+		}
+		ep.dispatch(buf[:n], from, time.Now())
+	}
+}
+
+// dispatch hands one datagram to its association, or to newPeer.
+func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) {
+	key := from.String()
+	ep.mu.Lock()
+	a := ep.assocs[key]
+	newPeer := ep.newPeer
+	ep.mu.Unlock()
+	if a != nil && !a.handleDatagram(now, p) {
+		return
+	}
+	if newPeer == nil {
+		ep.unknownDrops.Add(1)
+		return
+	}
+	newPeer(p, from, now)
+}
+
+// refused reports an ICMP port unreachable on a connected socket to the
+// association: fatal during its handshake, ignored after.
+func (ep *endpoint) refused(err error) {
+	ep.mu.Lock()
+	var all []*assoc
+	for _, a := range ep.assocs {
+		all = append(all, a)
+	}
+	ep.mu.Unlock()
+	for _, a := range all {
+		a.refused(err)
+	}
+}
+
+// stop ends every association after the socket failed or was closed.
+func (ep *endpoint) stop(err error) {
+	ep.mu.Lock()
+	ep.readErr = err
+	ep.newPeer = nil
+	all := make([]*assoc, 0, len(ep.assocs))
+	for _, a := range ep.assocs {
+		all = append(all, a)
+	}
+	ep.mu.Unlock()
+	for _, a := range all {
+		a.abandon(errClosed)
+	}
+}
+
+// add registers a under its address; it takes a reference. It returns false
+// if the address already has an association or the endpoint has stopped.
+func (ep *endpoint) add(a *assoc) bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.readErr != nil || ep.assocs[a.key] != nil {
+		return false
+	}
+	ep.assocs[a.key] = a
+	ep.refs++
+	return true
+}
+
+// remove unregisters a and drops its reference.
+func (ep *endpoint) remove(a *assoc) {
+	ep.mu.Lock()
+	if ep.assocs[a.key] == a {
+		delete(ep.assocs, a.key)
+	}
+	ep.mu.Unlock()
+	ep.release()
+}
+
+// release drops one reference; the last one closes the PacketConn.
+func (ep *endpoint) release() {
+	ep.mu.Lock()
+	ep.refs--
+	last := ep.refs == 0 && !ep.released
+	if last {
+		ep.released = true
+	}
+	ep.mu.Unlock()
+	if last {
+		_ = ep.pc.Close()
+	}
+}
+
+// send transmits one datagram. Send failures (a full socket buffer, a
+// vanished route) are counted and treated as losses: the engines recover.
+func (ep *endpoint) send(p []byte, to net.Addr) {
+	var err error
+	if ep.connected {
+		_, err = ep.pc.(*net.UDPConn).Write(p)
+	} else {
+		_, err = ep.pc.WriteTo(p, to)
+	}
+	if err != nil {
+		ep.sendErrors.Add(1)
+	}
+}

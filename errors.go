@@ -1,0 +1,56 @@
+package rudp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/stream"
+)
+
+// Errors returned by conns and listeners, to be matched with errors.Is.
+// Most reach the caller wrapped in a *net.OpError.
+var (
+	// ErrReset: the peer aborted the connection, restarted, or closed while
+	// data was still arriving; or the local side gave up on a close.
+	ErrReset = stream.ErrReset
+	// ErrProtocol: the peer broke rudp's stream framing (it may not be a
+	// rudp stream at all, for example a message conn or another program).
+	ErrProtocol = stream.ErrProtocol
+	// ErrHandshakeTimeout: the peer did not complete the handshake within
+	// Config.HandshakeTimeout. It is a net.Error whose Timeout() is true.
+	ErrHandshakeTimeout = engine.ErrHandshakeTimeout
+	// ErrIdleTimeout: nothing was received from the peer for
+	// Config.IdleTimeout. It is a net.Error whose Timeout() is true.
+	ErrIdleTimeout = engine.ErrIdleTimeout
+	// ErrMessageTooLarge: a message conn's Write or WriteMessage exceeded
+	// the protocol's largest message (Airhook: 256 bytes).
+	ErrMessageTooLarge = engine.ErrMessageTooLarge
+	// ErrEmptyMessage: a message conn was asked to send zero bytes, which
+	// the protocol cannot carry (Airhook messages are 1..256 bytes).
+	ErrEmptyMessage = engine.ErrEmptyMessage
+	// ErrUnsupported: a message option the protocol cannot express.
+	ErrUnsupported = engine.ErrUnsupported
+	// ErrUnknownProtocol: Config.Protocol or a protocol name is not one this
+	// version implements.
+	ErrUnknownProtocol = errors.New("unknown protocol")
+	// ErrLingerTimeout: Close could not deliver everything Write accepted
+	// within Config.Linger.
+	ErrLingerTimeout = engine.ErrLingerTimeout
+)
+
+// opError wraps err as the *net.OpError that net.Conn methods return. It
+// returns io.EOF and nil unchanged.
+func opError(op string, local, remote net.Addr, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return &net.OpError{Op: op, Net: "rudp", Source: local, Addr: remote, Err: err}
+}
+
+var (
+	errTimeout = os.ErrDeadlineExceeded
+	errClosed  = net.ErrClosed
+)

@@ -1,0 +1,156 @@
+package rudp
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// acceptable is a conn kind a listener accepts.
+type acceptable interface {
+	net.Conn
+	base() *connBase
+	attach(ep *endpoint, eng engine.Engine)
+}
+
+// listener is what Listener and MessageListener share: one endpoint whose
+// new peers become conns of kind T.
+type listener[T acceptable] struct {
+	ep     *endpoint
+	q      *acceptQueue[T]
+	cfgErr error
+}
+
+// Listener accepts rudp stream conns on one PacketConn. It is a
+// net.Listener whose Accept returns *Conn values.
+//
+// A new peer's first datagram starts a handshake; the conn is queued for
+// Accept when the handshake completes. New peers in their handshake plus
+// conns waiting for Accept are bounded by Config.Backlog; datagrams from
+// further new peers are dropped until there is room. Closing the Listener
+// resets the conns never accepted; accepted conns live on, and the
+// PacketConn is closed when the last of them ends.
+type Listener struct{ listener[*Conn] }
+
+var _ net.Listener = (*Listener)(nil)
+
+// Listen listens for rudp streams on the UDP address address, with the
+// default Config. network is "udp", "udp4" or "udp6".
+func Listen(network, address string) (net.Listener, error) {
+	var lc ListenConfig
+	return lc.Listen(context.Background(), network, address)
+}
+
+// ListenConfig configures a listener.
+type ListenConfig struct {
+	// Config configures the listener and its conns; nil means defaults.
+	Config *Config
+}
+
+// Listen listens for rudp streams on a new UDP socket bound to address.
+// network is "udp", "udp4" or "udp6". ctx bounds the bind only. The
+// listener is a *Listener.
+func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	cfg, pc, err := listenSocket(ctx, lc.Config, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &Listener{newListener(pc, cfg, true, newConn)}, nil
+}
+
+// Server returns a Listener that accepts rudp streams arriving on pc. The
+// Listener owns pc from then on: pc is closed once the Listener and all the
+// conns it accepted are closed. An invalid config makes Accept fail.
+func Server(pc net.PacketConn, config *Config) *Listener {
+	return &Listener{serve(pc, config, true, newConn)}
+}
+
+// Accept waits for the next conn whose handshake has completed and returns
+// it as a *Conn. After Close it returns an error wrapping net.ErrClosed.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.accept()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func listenSocket(ctx context.Context, config *Config, network, address string) (*Config, net.PacketConn, error) {
+	cfg, err := config.resolved()
+	if err == nil {
+		err = checkNetwork(network)
+	}
+	if err != nil {
+		return nil, nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	var nlc net.ListenConfig
+	pc, err := nlc.ListenPacket(ctx, network, address)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, pc, nil
+}
+
+// serve builds a listener over a caller's pc.
+func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
+	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
+	cfg, err := config.resolved()
+	if err != nil {
+		return listener[T]{ep: &endpoint{pc: pc}, cfgErr: err}
+	}
+	return newListener(pc, cfg, stream, mk)
+}
+
+func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
+	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
+	ep := newEndpoint(pc, false, cfg.Logger)
+	q := newAcceptQueue[T](ep, cfg.Backlog)
+	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, now time.Time) bool {
+		c := mk(cfg, from, q)
+		c.attach(ep, eng)
+		return c.base().begin(now)
+	})
+	ep.serve()
+	return listener[T]{ep: ep, q: q}
+}
+
+func (l *listener[T]) accept() (T, error) {
+	if l.cfgErr != nil {
+		var zero T
+		return zero, &net.OpError{Op: "accept", Net: "rudp", Err: l.cfgErr}
+	}
+	return l.q.accept()
+}
+
+// Close stops accepting and resets the conns never accepted. Conns already
+// accepted are unaffected. It returns an error wrapping net.ErrClosed if
+// already closed.
+func (l *listener[T]) Close() error {
+	if l.cfgErr != nil {
+		return l.ep.pc.Close()
+	}
+	unaccepted, ok := l.q.close()
+	if !ok {
+		return &net.OpError{Op: "close", Net: "rudp", Addr: l.Addr(), Err: errClosed}
+	}
+	l.ep.stopAccepting()
+	for _, c := range unaccepted {
+		c.base().expire(resetRefused, ErrReset, func() bool { return true })
+	}
+	l.ep.release()
+	return nil
+}
+
+// Addr returns the listener's local address.
+func (l *listener[T]) Addr() net.Addr { return l.ep.pc.LocalAddr() }
+
+// checkNetwork accepts the UDP network names.
+func checkNetwork(network string) error {
+	switch network {
+	case "udp", "udp4", "udp6":
+		return nil
+	}
+	return net.UnknownNetworkError(network)
+}

@@ -1,0 +1,60 @@
+package rudp
+
+import (
+	"context"
+	"net"
+)
+
+// MessageListener accepts message conns on one PacketConn: each new peer
+// that completes the protocol's handshake becomes a *MessageConn. Backlog
+// and close behave as for Listener.
+type MessageListener struct{ listener[*MessageConn] }
+
+var _ net.Listener = (*MessageListener)(nil)
+
+// ListenMessages listens for message conns on a new UDP socket bound to
+// address. network is "udp", "udp4" or "udp6"; config nil means defaults.
+func ListenMessages(network, address string, config *Config) (*MessageListener, error) {
+	cfg, pc, err := listenSocket(context.Background(), config, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &MessageListener{newListener(pc, cfg, false, newMessageConn)}, nil
+}
+
+// ServerMessages returns a MessageListener for the message conns arriving on
+// pc, which it owns from then on (closed once the listener and all its
+// conns are closed). An invalid config makes Accept fail.
+func ServerMessages(pc net.PacketConn, config *Config) *MessageListener {
+	return &MessageListener{serve(pc, config, false, newMessageConn)}
+}
+
+// Accept waits for the next message conn and returns it as a net.Conn
+// holding a *MessageConn. After Close it returns an error wrapping
+// net.ErrClosed.
+func (l *MessageListener) Accept() (net.Conn, error) {
+	c, err := l.accept()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptMessages is Accept returning the *MessageConn itself.
+func (l *MessageListener) AcceptMessages() (*MessageConn, error) { return l.accept() }
+
+// DialMessages opens a message conn to address over UDP and completes the
+// protocol's handshake before ctx ends and within Config.HandshakeTimeout.
+// network is "udp", "udp4" or "udp6"; config nil means defaults. Errors
+// are as for Dialer.DialContext.
+func DialMessages(ctx context.Context, network, address string, config *Config) (*MessageConn, error) {
+	return dial(ctx, config, nil, network, address, false, newMessageConn)
+}
+
+// ClientMessages returns a message conn to raddr over pc; the handshake runs
+// on first use. The conn owns pc and closes it when the association ends;
+// datagrams on pc from other addresses are dropped. An invalid config is
+// reported by the first use.
+func ClientMessages(pc net.PacketConn, raddr net.Addr, config *Config) *MessageConn {
+	return client(pc, raddr, config, false, newMessageConn)
+}

@@ -1,0 +1,47 @@
+package rudp
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/net/nettest"
+)
+
+// TestNetConn runs the net.Conn conformance suite on rudp streams for every
+// protocol, over real UDP loopback sockets, on a clean and an impaired
+// path (5% loss, 2% duplication, 1-3 ms delay with reordering).
+func TestNetConn(t *testing.T) {
+	for _, p := range Protocols() {
+		for _, l := range links {
+			t.Run(p.String()+"/"+l.name, func(t *testing.T) {
+				cfg := &Config{Protocol: p}
+				seed := uint64(0)
+				nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+					seed += 2
+					ln := Server(udpSocket(t, l.imp, seed), cfg)
+					c := Client(udpSocket(t, l.imp, seed+1), ln.Addr(), cfg)
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					if err := c.Handshake(ctx); err != nil {
+						ln.Close()
+						return nil, nil, nil, err
+					}
+					s, err := ln.Accept()
+					if err != nil {
+						c.Close()
+						ln.Close()
+						return nil, nil, nil, err
+					}
+					stop = func() {
+						c.Close()
+						s.Close()
+						ln.Close()
+					}
+					return c, s, stop, nil
+				})
+			})
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package rudp
+
+import "time"
+
+// Stats are a conn's counters and round-trip estimates. Counters only grow.
+type Stats struct {
+	PacketsSent     uint64        // datagrams sent
+	PacketsReceived uint64        // datagrams accepted from the peer
+	BytesSent       uint64        // bytes of the datagrams sent (UDP payload)
+	BytesReceived   uint64        // bytes of the datagrams accepted
+	PacketsRejected uint64        // datagrams from the peer refused as malformed or out of range
+	PacketsDeferred uint64        // datagrams left unprocessed because the receive queue was full
+	MessagesSent    uint64        // protocol messages sent for the first time
+	MessagesRecv    uint64        // protocol messages delivered
+	Retransmits     uint64        // messages sent again after a loss
+	Duplicates      uint64        // duplicate datagrams or messages dropped
+	PeerRestarts    uint64        // times the peer came back with a new session
+	SRTT            time.Duration // smoothed round-trip time (RFC 6298)
+	RTTVar          time.Duration // round-trip time variation
+	RTO             time.Duration // current retransmission timeout
+}
+
+// statsOf reads an association's counters. Call with a.mu held.
+func statsOf(a *assoc) Stats {
+	s := a.eng.Stats()
+	return Stats{
+		PacketsSent:     s.PacketsSent,
+		PacketsReceived: s.PacketsReceived,
+		BytesSent:       s.BytesSent,
+		BytesReceived:   s.BytesReceived,
+		PacketsRejected: s.PacketsRejected,
+		PacketsDeferred: a.fullDrops,
+		MessagesSent:    s.MessagesSent,
+		MessagesRecv:    s.MessagesRecv,
+		Retransmits:     s.Retransmits,
+		Duplicates:      s.Duplicates,
+		PeerRestarts:    s.PeerRestarts,
+		SRTT:            s.SRTT,
+		RTTVar:          s.RTTVar,
+		RTO:             s.RTO,
+	}
+}
