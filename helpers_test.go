@@ -19,7 +19,8 @@ type link struct {
 
 var links = []link{
 	{name: "loopback"},
-	{name: "impaired", imp: &impair.Config{Loss: 0.05, Duplicate: 0.02, Delay: time.Millisecond, Jitter: 2 * time.Millisecond}},
+	{name: "impaired", imp: &impair.Config{Loss: 0.05, Duplicate: 0.02, Delay: time.Millisecond,
+		Reorder: 0.02, ReorderDelay: 2 * time.Millisecond}},
 }
 
 // udpSocket opens a loopback UDP socket, impaired in its sending direction

@@ -24,9 +24,16 @@ type Config struct {
 	Duplicate float64
 	// Delay is added to every datagram before it is sent.
 	Delay time.Duration
-	// Jitter adds a uniform random 0..Jitter to each datagram's delay, so
-	// that datagrams can overtake each other (reordering).
+	// Jitter adds a uniform random 0..Jitter to each datagram's delay.
+	// Datagrams closer together than Jitter overtake each other freely,
+	// which on a fast sender reorders most of them; Reorder models the
+	// occasional reordering of real paths instead.
 	Jitter time.Duration
+	// Reorder is the probability, 0..1, that a datagram is held back by an
+	// extra ReorderDelay, so that the datagrams after it overtake it.
+	Reorder float64
+	// ReorderDelay is the extra delay of a reordered datagram.
+	ReorderDelay time.Duration
 	// Seed seeds the random decisions.
 	Seed uint64
 	// MaxDelayed bounds the datagrams waiting for their delay to pass;
@@ -49,7 +56,7 @@ type Conn struct {
 
 // Stats counts what the wrapper did.
 type Stats struct {
-	Sent, Dropped, Duplicated, QueueDropped uint64
+	Sent, Dropped, Duplicated, Reordered, QueueDropped uint64
 }
 
 // New wraps pc.
@@ -83,6 +90,10 @@ func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		d := c.cfg.Delay
 		if c.cfg.Jitter > 0 {
 			d += time.Duration(c.rng.Int64N(int64(c.cfg.Jitter) + 1))
+		}
+		if c.cfg.Reorder > 0 && c.rng.Float64() < c.cfg.Reorder {
+			d += c.cfg.ReorderDelay
+			c.stats.Reordered++
 		}
 		if d > 0 && c.delayed >= c.cfg.MaxDelayed {
 			c.stats.QueueDropped++

@@ -60,3 +60,21 @@ func TestQueueBound(t *testing.T) {
 	require.Equal(t, Stats{Sent: 3, QueueDropped: 2}, c.Stats())
 	require.NoError(t, c.Close())
 }
+
+func TestReorder(t *testing.T) {
+	a, b := pair(t)
+	c := New(a, Config{Reorder: 1, ReorderDelay: 50 * time.Millisecond})
+	_, err := c.WriteTo([]byte("late"), b.LocalAddr())
+	require.NoError(t, err)
+	c.cfg.Reorder = 0
+	_, err = c.WriteTo([]byte("early"), b.LocalAddr())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), c.Stats().Reordered)
+	buf := make([]byte, 16)
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(5*time.Second)))
+	for _, want := range []string{"early", "late"} {
+		n, _, err := b.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, want, string(buf[:n]))
+	}
+}
