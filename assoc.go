@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"golang.org/x/net/ipv4"
 )
 
 // upper is the layer above an association's engine: a stream Conn or a
@@ -38,9 +39,9 @@ type assoc struct {
 	up      upper
 	timer   *time.Timer
 	timerAt time.Time
-	out     []byte
-	wake    chan struct{} // closed and replaced when anything changes
-	waiting bool          // someone holds wake
+	out     []ipv4.Message // datagrams being sent
+	wake    chan struct{}  // closed and replaced when anything changes
+	waiting bool           // someone holds wake
 	over    bool
 
 	fullDrops uint64 // datagrams left unprocessed because up was full
@@ -52,34 +53,61 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
 		raddr: raddr,
 		key:   raddr.String(),
 		eng:   eng,
-		out:   make([]byte, mtu),
+		out:   newMessages(sendBatch, mtu),
 		wake:  make(chan struct{}),
+	}
+	if !ep.connected {
+		for i := range a.out {
+			a.out[i].Addr = raddr
+		}
 	}
 	a.timer = time.AfterFunc(time.Hour, a.onTimer)
 	a.timer.Stop()
 	return a
 }
 
-// handleDatagram feeds one datagram to the engine. It returns true when
-// the datagram comes from a restarted peer and this association has ended
-// because of it, so the caller may treat the datagram as a new peer's.
-func (a *assoc) handleDatagram(now time.Time, p []byte) (restarted bool) {
+// input feeds one datagram to the engine; flush then brings everything up
+// to date, once per batch of datagrams. took reports that the engine took
+// the datagram; restarted, that it comes from a restarted peer and this
+// association has ended because of it, so the caller may treat the
+// datagram as a new peer's.
+func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.over {
-		return false
+		return false, false
 	}
 	if a.up.full() {
 		a.fullDrops++
-		return false
+		return false, false
 	}
 	err := a.eng.HandleDatagram(now, p)
 	if errors.Is(err, engine.ErrPeerRestarted) {
 		a.endLocked(ErrReset)
-		return true
+		return false, true
 	}
-	a.settleLocked(now)
-	return false
+	a.deliverLocked() // keeps full() exact within a batch
+	return true, false
+}
+
+// deliverLocked hands the engine's delivered messages to the upper layer.
+func (a *assoc) deliverLocked() {
+	for {
+		m, ok := a.eng.Recv()
+		if !ok {
+			return
+		}
+		a.up.deliver(m)
+	}
+}
+
+// flush settles the association after input.
+func (a *assoc) flush(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.over {
+		a.settleLocked(now)
+	}
 }
 
 func (a *assoc) onTimer() {
@@ -96,21 +124,23 @@ func (a *assoc) onTimer() {
 // engine has due, ends the association if the engine is done, re-arms the
 // timer and wakes waiters.
 func (a *assoc) settleLocked(now time.Time) {
-	for {
-		m, ok := a.eng.Recv()
-		if !ok {
-			break
-		}
-		a.up.deliver(m)
-	}
+	a.deliverLocked()
 	a.up.pump(now)
+	n := 0
 	for {
-		n := a.eng.Poll(now, a.out)
-		if n == 0 {
+		if n == len(a.out) {
+			a.ep.send(a.out)
+			n = 0
+		}
+		buf := a.out[n].Buffers[0][:cap(a.out[n].Buffers[0])]
+		k := a.eng.Poll(now, buf)
+		if k == 0 {
 			break
 		}
-		a.ep.send(a.out[:n], a.raddr)
+		a.out[n].Buffers[0] = buf[:k]
+		n++
 	}
+	a.ep.send(a.out[:n])
 	if a.eng.State() == engine.StateClosed {
 		a.endLocked(a.eng.Err())
 		return

@@ -109,10 +109,11 @@ type Config struct {
 	// dropped (counted) until Accept makes room. Default 128.
 	Backlog int
 
-	// MaxRecvQueue bounds the messages a message conn holds for ReadMessage.
-	// When it is full, further datagrams from the peer are left unprocessed
-	// (the peer sees no confirmation and resends later), so nothing is lost
-	// and memory stays bounded. Default 1024.
+	// MaxRecvQueue bounds the messages a message conn holds for ReadMessage
+	// (it may exceed it by the messages of one datagram). When it is full,
+	// further datagrams from the peer are left unprocessed (the peer sees
+	// no confirmation and sends again later), so nothing is lost and memory
+	// stays bounded. Default 1024.
 	MaxRecvQueue int
 
 	// Logger receives debug events (new peers, drops, resets). Default: no

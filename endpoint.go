@@ -4,10 +4,13 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 // endpoint owns one net.PacketConn: one reader goroutine demultiplexes
@@ -16,7 +19,8 @@ import (
 // association) releases it.
 type endpoint struct {
 	pc        net.PacketConn
-	connected bool // pc is a connected *net.UDPConn: send with Write
+	connected bool      // pc is a connected *net.UDPConn: send without address
+	batch     batchConn // batched I/O on pc, or nil
 	log       *slog.Logger
 
 	mu       sync.Mutex
@@ -29,6 +33,7 @@ type endpoint struct {
 
 	unknownDrops atomic.Uint64 // datagrams from peers with no association
 	sendErrors   atomic.Uint64 // datagrams the socket refused to send
+	oversize     atomic.Uint64 // datagrams too large for any protocol
 }
 
 // newEndpoint wraps pc; serve starts reading. The caller holds the first
@@ -43,6 +48,7 @@ func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *endpoint 
 	ep := &endpoint{
 		pc:        pc,
 		connected: connected,
+		batch:     newBatchConn(pc),
 		log:       log,
 		assocs:    make(map[string]*assoc),
 		refs:      1,
@@ -63,9 +69,13 @@ func (ep *endpoint) stopAccepting() {
 
 func (ep *endpoint) readLoop() {
 	defer close(ep.done)
-	buf := make([]byte, 64<<10)
+	var touched []*assoc
+	ms := newMessages(readBatch, maxDatagram)
+	if ep.batch == nil {
+		ms = ms[:1]
+	}
 	for {
-		n, from, err := ep.pc.ReadFrom(buf)
+		n, err := ep.read(ms)
 		if err != nil {
 			if ep.connected && errors.Is(err, syscall.ECONNREFUSED) {
 				ep.refused(err)
@@ -78,25 +88,62 @@ func (ep *endpoint) readLoop() {
 			ep.stop(err)
 			return
 		}
-		ep.dispatch(buf[:n], from, time.Now())
+		now := time.Now()
+		for i := range ms[:n] {
+			m := &ms[i]
+			if m.N > maxDatagram-1 || m.Flags&syscall.MSG_TRUNC != 0 {
+				ep.oversize.Add(1) // larger than any protocol's datagram
+				continue
+			}
+			if a := ep.dispatch(m.Buffers[0][:m.N], m.Addr, now); a != nil && !slices.Contains(touched, a) {
+				touched = append(touched, a)
+			}
+		}
+		for i, a := range touched {
+			a.flush(now)
+			touched[i] = nil
+		}
+		touched = touched[:0]
 	}
 }
 
-// dispatch hands one datagram to its association, or to newPeer.
-func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) {
+// read fills ms[:n] with received datagrams.
+func (ep *endpoint) read(ms []ipv4.Message) (int, error) {
+	if ep.batch != nil {
+		return ep.batch.ReadBatch(ms, 0)
+	}
+	n, from, err := ep.pc.ReadFrom(ms[0].Buffers[0])
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N, ms[0].Addr, ms[0].Flags = n, from, 0
+	return 1, nil
+}
+
+// dispatch hands one datagram to its association, or to newPeer. It
+// returns the association whose engine took the datagram and now needs a
+// flush.
+func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) *assoc {
 	key := from.String()
 	ep.mu.Lock()
 	a := ep.assocs[key]
 	newPeer := ep.newPeer
 	ep.mu.Unlock()
-	if a != nil && !a.handleDatagram(now, p) {
-		return
+	if a != nil {
+		took, restarted := a.input(now, p)
+		if took {
+			return a
+		}
+		if !restarted {
+			return nil
+		}
 	}
 	if newPeer == nil {
 		ep.unknownDrops.Add(1)
-		return
+		return nil
 	}
 	newPeer(p, from, now)
+	return nil
 }
 
 // refused reports an ICMP port unreachable on a connected socket to the
@@ -165,16 +212,25 @@ func (ep *endpoint) release() {
 	}
 }
 
-// send transmits one datagram. Send failures (a full socket buffer, a
-// vanished route) are counted and treated as losses: the engines recover.
-func (ep *endpoint) send(p []byte, to net.Addr) {
-	var err error
-	if ep.connected {
-		_, err = ep.pc.(*net.UDPConn).Write(p)
-	} else {
-		_, err = ep.pc.WriteTo(p, to)
-	}
-	if err != nil {
-		ep.sendErrors.Add(1)
+// send transmits datagrams: ms[i].Buffers[0] to ms[i].Addr. Send failures
+// (a full socket buffer, a vanished route) are counted and treated as
+// losses: the engines recover.
+func (ep *endpoint) send(ms []ipv4.Message) {
+	for len(ms) > 0 {
+		n := 1
+		var err error
+		switch {
+		case ep.batch != nil:
+			n, err = ep.batch.WriteBatch(ms, 0)
+			n = max(n, 1) // on error, skip the datagram that failed
+		case ep.connected:
+			_, err = ep.pc.(*net.UDPConn).Write(ms[0].Buffers[0])
+		default:
+			_, err = ep.pc.WriteTo(ms[0].Buffers[0], ms[0].Addr)
+		}
+		if err != nil {
+			ep.sendErrors.Add(1)
+		}
+		ms = ms[n:]
 	}
 }

@@ -99,14 +99,17 @@ func TestMessageLimits(t *testing.T) {
 }
 
 // TestMessageBackpressure: a reader slower than the writer holds at most
-// MaxRecvQueue messages; datagrams wait at the sender, none is lost.
+// MaxRecvQueue messages plus one datagram's worth; datagrams wait at the
+// sender, none is lost.
 func TestMessageBackpressure(t *testing.T) {
 	cfg := &Config{MaxRecvQueue: 8}
 	c, s := messagePair(t, cfg, links[0])
-	const count = 500
+	const count, size = 500, 200
 	go func() {
 		for i := range count {
-			if err := c.WriteMessage(Message{Data: []byte(fmt.Sprint(i))}); err != nil {
+			m := make([]byte, size)
+			copy(m, fmt.Sprint(i))
+			if err := c.WriteMessage(Message{Data: m}); err != nil {
 				t.Errorf("write: %v", err)
 				return
 			}
@@ -114,8 +117,9 @@ func TestMessageBackpressure(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return s.Stats().PacketsDeferred > 0 }, 10*time.Second, time.Millisecond)
 	s.a.mu.Lock()
-	require.LessOrEqual(t, len(s.queue)-s.head, 8)
+	queued := len(s.queue) - s.head
 	s.a.mu.Unlock()
+	require.LessOrEqual(t, queued, 8+DefaultMTU/(size+1))
 	seen := make(map[string]bool)
 	for range count {
 		m, err := s.ReadMessage()

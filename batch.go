@@ -1,0 +1,47 @@
+package rudp
+
+import (
+	"net"
+	"runtime"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// Batched I/O: on Linux, a *net.UDPConn reads up to readBatch datagrams
+// per recvmmsg and an association sends up to sendBatch datagrams per
+// sendmmsg. Other PacketConns, and other systems, use one ReadFrom or
+// WriteTo per datagram through the same code.
+const (
+	readBatch   = 32
+	sendBatch   = 16
+	maxDatagram = 2048 // read buffer per datagram; larger datagrams are dropped
+)
+
+// batchConn is what ipv4.PacketConn and ipv6.PacketConn share.
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+// newBatchConn returns the batch interface of pc, or nil where batching
+// does not apply.
+func newBatchConn(pc net.PacketConn) batchConn {
+	uc, ok := pc.(*net.UDPConn)
+	if !ok || runtime.GOOS != "linux" {
+		return nil
+	}
+	if la, ok := uc.LocalAddr().(*net.UDPAddr); ok && la.IP.To4() == nil {
+		return ipv6.NewPacketConn(uc)
+	}
+	return ipv4.NewPacketConn(uc)
+}
+
+// newMessages returns n messages with one buffer each of size bytes.
+func newMessages(n, size int) []ipv4.Message {
+	ms := make([]ipv4.Message, n)
+	for i := range ms {
+		ms[i].Buffers = [][]byte{make([]byte, size)}
+	}
+	return ms
+}
