@@ -32,7 +32,7 @@ type upper interface {
 type assoc struct {
 	ep    *endpoint
 	raddr net.Addr
-	key   string
+	key   addrKey
 
 	mu      sync.Mutex
 	eng     engine.Engine
@@ -51,7 +51,7 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
 	a := &assoc{
 		ep:    ep,
 		raddr: raddr,
-		key:   raddr.String(),
+		key:   keyOf(raddr),
 		eng:   eng,
 		out:   newMessages(sendBatch, mtu),
 		wake:  make(chan struct{}),

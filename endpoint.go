@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ type endpoint struct {
 	log       *slog.Logger
 
 	mu       sync.Mutex
-	assocs   map[string]*assoc
+	assocs   map[addrKey]*assoc
 	refs     int
 	newPeer  func(p []byte, from net.Addr, now time.Time) // nil: datagrams from unknown peers are dropped
 	readErr  error                                        // why the reader stopped
@@ -50,7 +51,7 @@ func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *endpoint 
 		connected: connected,
 		batch:     newBatchConn(pc),
 		log:       log,
-		assocs:    make(map[string]*assoc),
+		assocs:    make(map[addrKey]*assoc),
 		refs:      1,
 		done:      make(chan struct{}),
 	}
@@ -124,9 +125,8 @@ func (ep *endpoint) read(ms []ipv4.Message) (int, error) {
 // returns the association whose engine took the datagram and now needs a
 // flush.
 func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) *assoc {
-	key := from.String()
 	ep.mu.Lock()
-	a := ep.assocs[key]
+	a := ep.assocs[keyOf(from)]
 	newPeer := ep.newPeer
 	ep.mu.Unlock()
 	if a != nil {
@@ -233,4 +233,19 @@ func (ep *endpoint) send(ms []ipv4.Message) {
 		}
 		ms = ms[n:]
 	}
+}
+
+// addrKey identifies a remote address: UDP addresses by value, without
+// allocating, other address types by their string.
+type addrKey struct {
+	ap netip.AddrPort
+	s  string
+}
+
+func keyOf(a net.Addr) addrKey {
+	if ua, ok := a.(*net.UDPAddr); ok {
+		ap := ua.AddrPort()
+		return addrKey{ap: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}
+	}
+	return addrKey{s: a.String()}
 }

@@ -55,3 +55,11 @@ func streamPair(t testing.TB, cfg *Config, l link) (client, server *Conn, ln *Li
 	})
 	return client, sc.(*Conn), ln
 }
+
+func TestKeyOf(t *testing.T) {
+	v4 := &net.UDPAddr{IP: net.ParseIP("127.0.0.1"), Port: 9}
+	v4short := &net.UDPAddr{IP: net.IP{127, 0, 0, 1}, Port: 9}
+	require.Equal(t, keyOf(v4), keyOf(v4short), "IPv4 and IPv4-mapped forms are one peer")
+	require.NotEqual(t, keyOf(v4), keyOf(&net.UDPAddr{IP: net.IP{127, 0, 0, 1}, Port: 10}))
+	require.Equal(t, addrKey{s: "pipe"}, keyOf(&net.UnixAddr{Name: "pipe", Net: "unixgram"}))
+}
