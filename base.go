@@ -37,6 +37,7 @@ type connBase struct {
 
 	a      *assoc
 	rd, wd *deadline.Deadline
+	done   chan struct{} // closed when the association has ended
 
 	// guarded by a.mu
 	opened     bool // handshake complete
@@ -48,7 +49,7 @@ type connBase struct {
 }
 
 func newBase(cfg *Config, raddr net.Addr, k kind) connBase {
-	return connBase{cfg: cfg, raddr: raddr, k: k, rd: deadline.New(), wd: deadline.New()}
+	return connBase{cfg: cfg, raddr: raddr, k: k, rd: deadline.New(), wd: deadline.New(), done: make(chan struct{})}
 }
 
 // begin registers the association and arms the handshake timer. It
@@ -68,7 +69,9 @@ func (b *connBase) begin(now time.Time) bool {
 func (b *connBase) start() error {
 	b.startOnce.Do(func() {
 		if b.startFn != nil {
-			b.startErr = b.startFn()
+			if b.startErr = b.startFn(); b.startErr != nil {
+				close(b.done)
+			}
 		}
 	})
 	return b.startErr
@@ -136,8 +139,9 @@ func (b *connBase) closeUnused() bool {
 		unused = true
 		b.startErr = opError("handshake", nil, b.raddr, errClosed)
 	})
-	if unused && b.closeFn != nil {
+	if unused {
 		b.closeFn()
+		close(b.done)
 	}
 	return unused
 }
@@ -192,9 +196,18 @@ func (b *connBase) beginClose(now time.Time) {
 	}
 }
 
-// ended implements upper for both kinds.
+// Done returns a channel that is closed when the conn's association has
+// ended: after Close, once everything written was delivered and the peer
+// finished, or Config.Linger ran out; or when the conn failed. Close does
+// not block, and delivery goes on in the background, so a program that
+// closes a conn and then exits should wait for Done. Stats are final once
+// Done is closed.
+func (b *connBase) Done() <-chan struct{} { return b.done }
+
+// endedBase implements upper.ended for both kinds.
 func (b *connBase) endedBase(err error) {
 	b.over = true
+	close(b.done)
 	if b.err == nil {
 		b.err = err
 	}

@@ -293,3 +293,33 @@ func TestConfigValidation(t *testing.T) {
 	require.Equal(t, DefaultMTU, cfg.MTU)
 	require.Equal(t, DefaultKeepAlive, cfg.KeepAlive)
 }
+
+// TestDone: Done closes once a closed conn has delivered everything and
+// the association has ended, and at once for a Client conn never used.
+func TestDone(t *testing.T) {
+	c, s, _ := streamPair(t, nil, links[1])
+	data := randomBytes(1<<20, 6)
+	_, err := c.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	select {
+	case <-c.Done():
+		t.Fatal("done before the peer read anything")
+	default:
+	}
+	got, err := io.ReadAll(s)
+	require.NoError(t, err)
+	require.Equal(t, len(data), len(got))
+	require.NoError(t, s.Close())
+	for _, x := range []*Conn{c, s} {
+		select {
+		case <-x.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("association did not end")
+		}
+	}
+
+	unused := Client(udpSocket(t, nil, 0), s.LocalAddr(), nil)
+	require.NoError(t, unused.Close())
+	<-unused.Done()
+}
