@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rudpkit/rudp"
+)
+
+// demoTimeout bounds each demo transfer, so that the demo cannot hang.
+const demoTimeout = 10 * time.Minute
+
+// demoRow is the outcome of one demo transfer.
+type demoRow struct {
+	protocol rudp.Protocol
+	loss     float64
+	size     int64
+	sent     result // the sender's account
+	err      error  // nil: the receiver got every byte and both digests match
+}
+
+// demo runs "rudpcat demo".
+func (c *cli) demo(o *options, _ []string) error {
+	rows := runDemo(o, c.stderr)
+	printTable(c.stdout, rows)
+	failed := 0
+	for _, r := range rows {
+		if r.err != nil {
+			fmt.Fprintf(c.stderr, "rudpcat demo: %v, loss %g: %v\n", r.protocol, r.loss, r.err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d transfers failed", failed, len(rows))
+	}
+	return nil
+}
+
+// runDemo runs one transfer for each protocol (or the one --protocol
+// names) and each loss rate, drawing a progress bar for each on w.
+func runDemo(o *options, w io.Writer) []demoRow {
+	protocols := rudp.Protocols()
+	if o.protocol != 0 {
+		protocols = []rudp.Protocol{o.protocol}
+	}
+	var rows []demoRow
+	for _, p := range protocols {
+		for _, loss := range o.losses {
+			bar := newProgress(w, o.size, fmt.Sprintf("%v loss %g", p, loss), !o.quiet)
+			rows = append(rows, demoTransfer(o, p, loss, bar))
+			bar.done()
+		}
+	}
+	return rows
+}
+
+// demoTransfer sends o.size pseudo-random bytes from a dialer to a
+// listener in this process, over two UDP sockets on 127.0.0.1 that both
+// lose the fraction loss of the datagrams they send, and checks that the
+// receiver got the same bytes.
+func demoTransfer(o *options, p rudp.Protocol, loss float64, progress io.Writer) demoRow {
+	row := demoRow{protocol: p, loss: loss, size: o.size}
+	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	cfg := o.config()
+	cfg.Protocol = p
+
+	l, err := listenStream("127.0.0.1:0", cfg, o.impairment(loss, o.seed+1))
+	if err != nil {
+		row.err = err
+		return row
+	}
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	type outcome struct {
+		r   result
+		err error
+	}
+	received := make(chan outcome, 1)
+	go func() {
+		r, err := demoReceive(l, deadline)
+		received <- outcome{r, err}
+	}()
+
+	sent, err := demoSend(ctx, l.Addr().(*net.UDPAddr), cfg, o, loss, progress)
+	if err != nil {
+		_ = l.Close() // in case the dialer never reached it
+	}
+	got := <-received
+	row.sent = sent
+	switch {
+	case err != nil:
+		row.err = fmt.Errorf("sender: %w", err)
+	case got.err != nil:
+		row.err = fmt.Errorf("receiver: %w", got.err)
+	case got.r.bytes != o.size || sent.bytes != o.size:
+		row.err = fmt.Errorf("sent %d bytes, received %d, want %d", sent.bytes, got.r.bytes, o.size)
+	case got.r.sum != sent.sum:
+		row.err = errors.New("SHA-256 mismatch")
+	}
+	return row
+}
+
+// demoSend dials addr and sends o.size bytes of a seeded pseudo-random
+// stream, generated as it goes.
+func demoSend(ctx context.Context, addr *net.UDPAddr, cfg *rudp.Config, o *options, loss float64, progress io.Writer) (result, error) {
+	conn, err := dialStream(ctx, addr, cfg, o.impairment(loss, o.seed))
+	if err != nil {
+		return result{}, err
+	}
+	defer closeAndWait(conn)
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], o.seed)
+	data := io.LimitReader(rand.NewChaCha8(seed), o.size)
+	return sendStream(conn, data, progress)
+}
+
+// demoReceive accepts one conn from l, reads it to the end and confirms
+// the digest.
+func demoReceive(l *rudp.Listener, deadline time.Time) (result, error) {
+	conn, err := acceptOne(l)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeAndWait(conn)
+	_ = conn.SetDeadline(deadline)
+	r, err := receive(conn, io.Discard, io.Discard)
+	if err != nil {
+		return r, err
+	}
+	return r, confirm(conn, r.sum)
+}
+
+// printTable writes the demo's results as a table.
+func printTable(w io.Writer, rows []demoRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "protocol\tloss\tMB\tseconds\tMB/s\tretransmits\tverified\t")
+	for _, r := range rows {
+		secs, rate, verified := "-", "-", "no"
+		if r.err == nil {
+			secs = fmt.Sprintf("%.2f", r.sent.elapsed.Seconds())
+			rate = fmt.Sprintf("%.1f", r.sent.mbps())
+			verified = "yes"
+		}
+		fmt.Fprintf(tw, "%v\t%g\t%.1f\t%s\t%s\t%d\t%s\t\n",
+			r.protocol, r.loss, float64(r.size)/1e6, secs, rate, r.sent.retransmits, verified)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/rudpkit/rudp"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDemo(t *testing.T) {
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	code := c.run([]string{"demo", "--size", "2097152", "--loss", "0,0.05", "--quiet"})
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", &out, &errOut)
+
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	require.Equal(t, []string{"protocol", "loss", "MB", "seconds", "MB/s", "retransmits", "verified"}, strings.Fields(lines[0]))
+	var want []string
+	for _, p := range rudp.Protocols() {
+		for _, loss := range []string{"0", "0.05"} {
+			want = append(want, fmt.Sprintf("%v %s 2.1", p, loss))
+		}
+	}
+	require.Len(t, lines, 1+len(want), out.String())
+	for i, w := range want {
+		f := strings.Fields(lines[1+i])
+		require.Len(t, f, 7, lines[1+i])
+		require.Equal(t, w, strings.Join(f[:3], " "))
+		require.Equal(t, "yes", f[6], lines[1+i])
+	}
+}
+
+func TestDemoRowFailsOnBadConfig(t *testing.T) {
+	o, _, err := parseCommand(lookup(t, "demo"), []string{"--size", "1000", "--loss", "0", "--mtu", "100"})
+	require.NoError(t, err)
+	o.quiet = true
+	rows := runDemo(o, io.Discard)
+	require.NotEmpty(t, rows)
+	for _, r := range rows {
+		require.Error(t, r.err, "an MTU of 100 is invalid")
+	}
+	var out bytes.Buffer
+	printTable(&out, rows)
+	require.Contains(t, out.String(), "no")
+}

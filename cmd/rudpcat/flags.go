@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rudpkit/rudp"
+	"github.com/rudpkit/rudp/internal/impair"
+)
+
+// options are the parsed flags of one subcommand.
+type options struct {
+	protocol    rudp.Protocol // 0: the library's default
+	loss        float64       // not demo
+	delay       time.Duration
+	jitter      time.Duration
+	seed        uint64
+	mtu         int
+	idleTimeout time.Duration
+	quiet       bool
+
+	output string    // recv
+	size   int64     // demo
+	losses []float64 // demo
+}
+
+// Demo defaults.
+const (
+	defaultDemoSize   = 64 << 20
+	defaultDemoLosses = "0,0.05"
+)
+
+// newFlagSet returns the flag set of subcommand cmd, storing into o, and
+// sets o to the defaults.
+func newFlagSet(cmd string, o *options) *flag.FlagSet {
+	*o = options{seed: 1, mtu: rudp.DefaultMTU, idleTimeout: rudp.DefaultIdleTimeout}
+	fs := flag.NewFlagSet("rudpcat "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run reports errors and usage itself
+	fs.Usage = func() {}
+
+	fs.Func("protocol", "wire protocol `NAME`: "+protocolNames()+" (default: the library's default)", func(s string) error {
+		p, err := rudp.ParseProtocol(s)
+		o.protocol = p
+		return err
+	})
+	if cmd == "demo" {
+		o.size = defaultDemoSize
+		o.losses, _ = parseLosses(defaultDemoLosses)
+		fs.Func("size", "send `BYTES` bytes per transfer (default "+strconv.Itoa(defaultDemoSize)+", 64 MiB)", func(s string) error {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("not a positive number of bytes: %q", s)
+			}
+			o.size = n
+			return nil
+		})
+		fs.Func("loss", "comma-separated `LIST` of loss rates, each 0..1, one transfer each (default "+defaultDemoLosses+")", func(s string) error {
+			l, err := parseLosses(s)
+			o.losses = l
+			return err
+		})
+	} else {
+		fs.Func("loss", "drop this `FRACTION` (0..1) of the datagrams sent (default 0)", func(s string) error {
+			l, err := parseLoss(s)
+			o.loss = l
+			return err
+		})
+	}
+	fs.DurationVar(&o.delay, "delay", 0, "add `DURATION` of one-way delay to the datagrams sent")
+	fs.DurationVar(&o.jitter, "jitter", 0, "add a random 0..`DURATION` to each datagram's delay (reorders them)")
+	fs.Uint64Var(&o.seed, "seed", o.seed, "seed `N` of the random loss and jitter decisions")
+	fs.IntVar(&o.mtu, "mtu", o.mtu, "largest datagram sent, `N` bytes of UDP payload")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", o.idleTimeout, "fail after `DURATION` without a datagram from the peer")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	if cmd == "recv" {
+		fs.StringVar(&o.output, "o", "", "write the data to `FILE` instead of stdout")
+	}
+	return fs
+}
+
+// parseCommand parses the flags and positional arguments of cmd, which may
+// be interleaved. "--" ends the flags.
+func parseCommand(cmd command, args []string) (*options, []string, error) {
+	o := new(options)
+	fs := newFlagSet(cmd.name, o)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) != cmd.nargs {
+		if cmd.nargs == 0 {
+			return nil, nil, fmt.Errorf("takes no arguments, got %q", pos)
+		}
+		return nil, nil, fmt.Errorf("want arguments %s, got %q", cmd.args, pos)
+	}
+	if err := o.validate(); err != nil {
+		return nil, nil, err
+	}
+	return o, pos, nil
+}
+
+// validate checks the values that the flag parsers cannot check alone.
+func (o *options) validate() error {
+	switch {
+	case o.delay < 0 || o.jitter < 0:
+		return errors.New("--delay and --jitter must not be negative")
+	case o.idleTimeout < 0:
+		return errors.New("--idle-timeout must not be negative")
+	case o.mtu < 0:
+		return errors.New("--mtu must not be negative")
+	}
+	return nil
+}
+
+// parseLoss parses one loss rate, a fraction within 0..1.
+func parseLoss(s string) (float64, error) {
+	l, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %q", s)
+	}
+	if !(l >= 0 && l <= 1) { // also rejects NaN
+		return 0, fmt.Errorf("loss %v is not within 0..1", l)
+	}
+	return l, nil
+}
+
+// parseLosses parses a comma-separated list of loss rates.
+func parseLosses(s string) ([]float64, error) {
+	var ls []float64
+	for f := range strings.SplitSeq(s, ",") {
+		l, err := parseLoss(f)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+// protocolNames lists the implemented protocols' names, comma-separated.
+func protocolNames() string {
+	var names []string
+	for _, p := range rudp.Protocols() {
+		names = append(names, p.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// config returns the rudp configuration the flags ask for.
+func (o *options) config() *rudp.Config {
+	return &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout}
+}
+
+// impairment returns the impairment of the datagrams sent, with loss rate
+// loss and the given seed.
+func (o *options) impairment(loss float64, seed uint64) impair.Config {
+	return impair.Config{Loss: loss, Delay: o.delay, Jitter: o.jitter, Seed: seed}
+}
+
+// printFlags writes the flags of fs that are not in skip (nil: none) to w,
+// one a line, with their defaults.
+func printFlags(w io.Writer, fs, skip *flag.FlagSet) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fs.VisitAll(func(f *flag.Flag) {
+		if skip != nil && sameFlag(skip.Lookup(f.Name), f) {
+			return
+		}
+		arg, help := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name
+		}
+		if arg != "" {
+			name += " " + arg
+		}
+		switch f.DefValue {
+		case "", "0", "0s", "false":
+		default:
+			help += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, help)
+	})
+	_ = tw.Flush()
+}
+
+// hasOwnFlags reports whether fs has flags that common lacks or defines
+// differently.
+func hasOwnFlags(fs, common *flag.FlagSet) bool {
+	own := false
+	fs.VisitAll(func(f *flag.Flag) {
+		if !sameFlag(common.Lookup(f.Name), f) {
+			own = true
+		}
+	})
+	return own
+}
+
+// sameFlag reports whether a and b are the same flag with the same meaning.
+func sameFlag(a, b *flag.Flag) bool {
+	return a != nil && b != nil && a.Name == b.Name && a.Usage == b.Usage && a.DefValue == b.DefValue
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"io"
+
+	"github.com/rudpkit/rudp"
+)
+
+// listen runs "rudpcat listen ADDR".
+func (c *cli) listen(o *options, args []string) error {
+	conn, err := c.acceptAddr(args[0], o)
+	if err != nil {
+		return err
+	}
+	return c.pipe(conn)
+}
+
+// dial runs "rudpcat dial ADDR".
+func (c *cli) dial(o *options, args []string) error {
+	conn, err := dialAddr(args[0], o)
+	if err != nil {
+		return err
+	}
+	return c.pipe(conn)
+}
+
+// pipe copies conn to stdout and stdin to conn, half-closing conn when
+// stdin ends, until the peer has finished too (like nc -N). It then closes
+// conn and waits for the close to complete. A failure of either direction
+// ends it at once.
+func (c *cli) pipe(conn *rudp.Conn) error {
+	defer closeAndWait(conn)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(conn, c.stdin)
+		if err == nil {
+			err = conn.CloseWrite()
+		}
+		sent <- err
+	}()
+	if _, err := io.Copy(c.stdout, conn); err != nil {
+		return err
+	}
+	return <-sent
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/rudpkit/rudp"
+	"github.com/rudpkit/rudp/internal/impair"
+)
+
+// socketBuffer is the kernel buffer size asked for on each UDP socket, so
+// that a full window in flight fits.
+const socketBuffer = 4 << 20
+
+// closeWait bounds the wait for a closed conn to finish: rudp gives up on
+// a close after Config.Linger.
+const closeWait = rudp.DefaultLinger + 2*time.Second
+
+// openSocket binds a UDP socket of network ("udp", "udp4" or "udp6") to
+// addr and impairs what it sends with imp, if imp impairs anything.
+// Unimpaired, rudp gets the *net.UDPConn itself, so that it can use
+// batched I/O.
+func openSocket(network, addr string, imp impair.Config) (net.PacketConn, error) {
+	pc, err := net.ListenPacket(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	uc := pc.(*net.UDPConn)
+	// Best effort: the kernel caps these at its configured maximum.
+	_ = uc.SetReadBuffer(socketBuffer)
+	_ = uc.SetWriteBuffer(socketBuffer)
+	if imp.Loss > 0 || imp.Delay > 0 || imp.Jitter > 0 {
+		return impair.New(uc, imp), nil
+	}
+	return uc, nil
+}
+
+// listenStream opens a socket on addr and returns a rudp listener on it.
+func listenStream(addr string, cfg *rudp.Config, imp impair.Config) (*rudp.Listener, error) {
+	pc, err := openSocket("udp", addr, imp)
+	if err != nil {
+		return nil, err
+	}
+	return rudp.Server(pc, cfg), nil
+}
+
+// acceptOne accepts one conn from l and closes l: the conn lives on.
+func acceptOne(l *rudp.Listener) (*rudp.Conn, error) {
+	nc, err := l.Accept()
+	_ = l.Close()
+	if err != nil {
+		return nil, err
+	}
+	return nc.(*rudp.Conn), nil
+}
+
+// dialStream opens a socket and connects a rudp conn from it to raddr,
+// completing the handshake before ctx ends.
+func dialStream(ctx context.Context, raddr *net.UDPAddr, cfg *rudp.Config, imp impair.Config) (*rudp.Conn, error) {
+	network := "udp6"
+	if raddr.IP == nil || raddr.IP.To4() != nil {
+		network = "udp4"
+	}
+	pc, err := openSocket(network, ":0", imp)
+	if err != nil {
+		return nil, err
+	}
+	conn := rudp.Client(pc, raddr, cfg)
+	if err := conn.Handshake(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("connecting to %v: %w", raddr, err)
+	}
+	return conn, nil
+}
+
+// closeAndWait closes conn and waits until it has finished delivering
+// what it was given, or closeWait passes.
+func closeAndWait(conn *rudp.Conn) {
+	_ = conn.Close()
+	select {
+	case <-conn.Done():
+	case <-time.After(closeWait):
+	}
+}
+
+// acceptAddr listens on addr as the flags ask, reports the address on
+// stderr, and accepts one conn.
+func (c *cli) acceptAddr(addr string, o *options) (*rudp.Conn, error) {
+	l, err := listenStream(addr, o.config(), o.impairment(o.loss, o.seed))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c.stderr, "rudpcat: listening on %v\n", l.Addr())
+	return acceptOne(l)
+}
+
+// dialAddr connects to addr as the flags ask.
+func dialAddr(addr string, o *options) (*rudp.Conn, error) {
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return dialStream(context.Background(), raddr, o.config(), o.impairment(o.loss, o.seed))
+}
