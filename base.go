@@ -146,6 +146,31 @@ func (b *connBase) closeUnused() bool {
 	return unused
 }
 
+// close marks the conn closed, wakes every blocked call, and, if the
+// association is still running, starts the kind's close with begin.
+func (b *connBase) close(begin func(now time.Time)) error {
+	if b.closeUnused() {
+		return nil
+	}
+	a := b.a
+	if a == nil {
+		return opError("close", nil, b.raddr, errClosed)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b.closed {
+		return opError("close", b.LocalAddr(), b.raddr, errClosed)
+	}
+	b.closed = true
+	if !b.over {
+		now := time.Now()
+		begin(now)
+		a.settleLocked(now)
+	}
+	a.notifyLocked()
+	return nil
+}
+
 // LocalAddr returns the local address of the underlying PacketConn, or nil
 // before a conn made by Client is first used.
 func (b *connBase) LocalAddr() net.Addr {

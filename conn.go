@@ -146,26 +146,10 @@ func (c *Conn) CloseWrite() error {
 // read, or does not finish within Config.Linger, it is sent a reset. Close
 // returns an error wrapping net.ErrClosed if the conn was already closed.
 func (c *Conn) Close() error {
-	if c.closeUnused() {
-		return nil
-	}
-	a := c.a
-	if a == nil {
-		return opError("close", nil, c.raddr, errClosed)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c.closed {
-		return opError("close", c.LocalAddr(), c.raddr, errClosed)
-	}
-	c.closed = true
-	if !c.over {
+	return c.close(func(now time.Time) {
 		c.st.CloseWrite()
 		c.timers[1] = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
-		a.settleLocked(time.Now())
-	}
-	a.notifyLocked()
-	return nil
+	})
 }
 
 // failure implements kind.

@@ -179,26 +179,10 @@ func (c *MessageConn) MaxMessage() int { return c.maxMsg }
 // still delivered, within Config.Linger. It returns an error wrapping
 // net.ErrClosed if already closed.
 func (c *MessageConn) Close() error {
-	if c.closeUnused() {
-		return nil
-	}
-	a := c.a
-	if a == nil {
-		return opError("close", nil, c.raddr, errClosed)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c.closed {
-		return opError("close", c.LocalAddr(), c.raddr, errClosed)
-	}
-	c.closed = true
-	c.queue, c.head = nil, 0
-	if !c.over {
-		c.beginClose(time.Now())
-		a.settleLocked(time.Now())
-	}
-	a.notifyLocked()
-	return nil
+	return c.close(func(now time.Time) {
+		c.queue, c.head = nil, 0
+		c.beginClose(now)
+	})
 }
 
 // deliver implements upper.
