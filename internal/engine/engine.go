@@ -189,6 +189,11 @@ var (
 // timeout.
 type timeoutError string
 
-func (e timeoutError) Error() string   { return string(e) }
-func (e timeoutError) Timeout() bool   { return true }
+// Error returns the message.
+func (e timeoutError) Error() string { return string(e) }
+
+// Timeout reports true: the error is a timeout.
+func (e timeoutError) Timeout() bool { return true }
+
+// Temporary reports true, as net.Error timeouts do.
 func (e timeoutError) Temporary() bool { return true }
