@@ -26,6 +26,11 @@ const (
 	DefaultLinger = 5 * time.Second
 	// DefaultMaxQueued is the default bound on pending messages.
 	DefaultMaxQueued = 1024
+	// MinTimeWait is the shortest quiet period (no datagram received) that
+	// ends a graceful close; it is two RTOs when that is longer. It lets a
+	// peer whose last confirmation from us was lost resend and be answered
+	// (TCP's TIME-WAIT), so that it closes gracefully too.
+	MinTimeWait = time.Second
 )
 
 // Config configures a Session. The zero value is usable: every zero field

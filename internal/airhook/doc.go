@@ -64,7 +64,9 @@
 //     stops Send; the session keeps sending what is queued and answering
 //     the peer, and reaches StateClosed once nothing is pending, every
 //     message received has been confirmed and no datagram has arrived for
-//     one RTO, or when Config.Linger runs out (then Err wraps
+//     max(2 RTO, MinTimeWait) (a TIME-WAIT, so that a peer whose last
+//     confirmation was lost is still answered), or when Config.Linger runs
+//     out (then Err wraps
 //     engine.ErrLingerTimeout if messages are left). Closing before the
 //     handshake completes closes at once. Idle and handshake timeouts are
 //     local too.

@@ -164,7 +164,7 @@ func (s *Session) Recv() (engine.Message, bool) {
 // Send is refused, queued and missed messages are still sent, the peer is
 // still answered, and the session reaches StateClosed once nothing is
 // pending, everything received has been confirmed, and no datagram has
-// arrived for one RTO — or when Config.Linger runs out.
+// arrived for max(2 RTO, MinTimeWait) — or when Config.Linger runs out.
 func (s *Session) Close(now time.Time) {
 	s.now = now
 	switch s.state {

@@ -50,7 +50,7 @@ func (s *Session) endAt() (at time.Time, ok bool, cause error) {
 	}
 	if s.state == engine.StateClosing {
 		if s.pending == 0 && !s.newIncoming() && s.nMissed == 0 {
-			consider(s.lastRecv.Add(s.rtt.RTO()), nil)
+			consider(s.lastRecv.Add(max(2*s.rtt.RTO(), MinTimeWait)), nil)
 		}
 		consider(s.closeAt.Add(s.cfg.Linger), s.lingerError())
 	}
