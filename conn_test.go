@@ -126,9 +126,9 @@ func TestIdleTimeout(t *testing.T) {
 // TestKeepAliveHoldsIdleConn: an idle but healthy conn outlives several
 // idle timeouts because keepalives are answered.
 func TestKeepAliveHoldsIdleConn(t *testing.T) {
-	cfg := &Config{IdleTimeout: 300 * time.Millisecond, KeepAlive: 50 * time.Millisecond}
+	cfg := &Config{IdleTimeout: 600 * time.Millisecond, KeepAlive: 50 * time.Millisecond}
 	c, s, _ := streamPair(t, cfg, links[0])
-	time.Sleep(time.Second)
+	time.Sleep(2 * time.Second) // more than three idle timeouts
 	_, err := c.Write([]byte("still here"))
 	require.NoError(t, err)
 	buf := make([]byte, 32)
