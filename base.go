@@ -257,6 +257,7 @@ func (b *connBase) expire(code uint8, err error, cond func() bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !b.over && cond() {
+		b.err = err // the cause, whichever way the association now ends
 		b.k.abortLocked(code)
 		a.settleLocked(time.Now())
 		a.endLocked(err)

@@ -185,16 +185,16 @@ func (c *Conn) ended(err error) {
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
 	for range 2 {
-		drained := true
+		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued {
 			n := c.st.NextFrame(c.frame)
 			if n == 0 {
+				drained = true
 				break
 			}
 			if c.a.eng.Send(c.frame[:n], engine.SendOptions{}) != nil {
 				break // the engine has ended; settle reports why
 			}
-			drained = false
 		}
 		if !c.opened && c.st.Opened() {
 			c.markOpened()

@@ -68,7 +68,8 @@
 //     confirmation was lost is still answered), or when Config.Linger runs
 //     out (then Err wraps
 //     engine.ErrLingerTimeout if messages are left). Closing before the
-//     handshake completes closes at once. Idle and handshake timeouts are
+//     handshake completes closes at once if no peer is known yet or
+//     nothing is pending; otherwise what is queued is still delivered. Idle and handshake timeouts are
 //     local too.
 //   - Ordering: messages are delivered once but not in order; a message
 //     reported missed is resent under a new number after younger ones

@@ -159,8 +159,9 @@ func (s *Session) Recv() (engine.Message, bool) {
 	return m, true
 }
 
-// Close begins a graceful close at now. Before the session handshake has
-// completed the session closes at once. Otherwise it enters StateClosing:
+// Close begins a graceful close at now. A session that knows no peer yet,
+// or has nothing pending while its handshake is incomplete, closes at
+// once. Otherwise it enters StateClosing:
 // Send is refused, queued and missed messages are still sent, the peer is
 // still answered, and the session reaches StateClosed once nothing is
 // pending, everything received has been confirmed, and no datagram has
@@ -169,7 +170,12 @@ func (s *Session) Close(now time.Time) {
 	s.now = now
 	switch s.state {
 	case engine.StateHandshake:
-		s.state = engine.StateClosed
+		if s.peer == 0 || s.pending == 0 {
+			s.state = engine.StateClosed
+			return
+		}
+		s.state = engine.StateClosing
+		s.closeAt = now
 	case engine.StateEstablished:
 		s.state = engine.StateClosing
 		s.closeAt = now

@@ -492,3 +492,24 @@ func TestCloseLingerTimeout(t *testing.T) {
 	require.Equal(t, closeAt.Add(time.Second), q.now)
 	require.NoError(t, q.a.Err())
 }
+
+// TestCloseDuringHandshake: a session that knows its peer but has not
+// completed the handshake still delivers what it queued before closing;
+// one that knows no peer closes at once.
+func TestCloseDuringHandshake(t *testing.T) {
+	p := newPair(t, Config{Session: idA}, Config{Session: idB}, 10*time.Millisecond, 0, 1)
+	p.runUntil(100, func() bool { return p.a.PeerSession() == idB })
+	require.Equal(t, engine.StateHandshake, p.a.State())
+	require.NoError(t, p.a.Send([]byte("last words"), engine.SendOptions{}))
+	p.a.Close(p.now)
+	require.Equal(t, engine.StateClosing, p.a.State())
+	p.runUntil(1000, func() bool { return p.a.State() == engine.StateClosed })
+	require.NoError(t, p.a.Err())
+	require.Equal(t, []string{"last words"}, drain(p.b))
+
+	lone, err := New(p.now, Config{Session: idA})
+	require.NoError(t, err)
+	require.NoError(t, lone.Send([]byte("nobody"), engine.SendOptions{}))
+	lone.Close(p.now)
+	require.Equal(t, engine.StateClosed, lone.State())
+}
