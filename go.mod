@@ -3,6 +3,7 @@ module github.com/rudpkit/rudp
 go 1.26.0
 
 require (
+	github.com/pion/logging v0.2.4
 	github.com/pion/transport/v3 v3.1.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1
