@@ -20,7 +20,7 @@ type acceptQueue[T any] struct {
 	queue   chan T // capacity backlog
 	closed  bool
 	done    chan struct{} // closed by close
-	drops   uint64        // new peers refused because the backlog was full
+	drops   uint64        // datagrams of new peers refused because the backlog was full
 }
 
 func newAcceptQueue[T any](ep *endpoint, backlog int) *acceptQueue[T] {

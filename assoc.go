@@ -44,7 +44,8 @@ type assoc struct {
 	waiting bool           // someone holds wake
 	over    bool
 
-	fullDrops uint64 // datagrams left unprocessed because up was full
+	fullDrops  uint64 // datagrams left unprocessed because up was full
+	sendErrors uint64 // datagrams the socket refused to send
 }
 
 func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
@@ -129,7 +130,7 @@ func (a *assoc) settleLocked(now time.Time) {
 	n := 0
 	for {
 		if n == len(a.out) {
-			a.ep.send(a.out)
+			a.sendErrors += a.ep.send(a.out)
 			n = 0
 		}
 		buf := a.out[n].Buffers[0][:cap(a.out[n].Buffers[0])]
@@ -140,7 +141,7 @@ func (a *assoc) settleLocked(now time.Time) {
 		a.out[n].Buffers[0] = buf[:k]
 		n++
 	}
-	a.ep.send(a.out[:n])
+	a.sendErrors += a.ep.send(a.out[:n])
 	if a.eng.State() == engine.StateClosed {
 		a.endLocked(a.eng.Err())
 		return

@@ -32,8 +32,7 @@ type endpoint struct {
 	done     chan struct{}                                // closed when the reader stops
 	released bool
 
-	unknownDrops atomic.Uint64 // datagrams from peers with no association
-	sendErrors   atomic.Uint64 // datagrams the socket refused to send
+	unknownDrops atomic.Uint64 // datagrams from peers with no association that open none
 	oversize     atomic.Uint64 // datagrams too large for any protocol
 }
 
@@ -212,10 +211,10 @@ func (ep *endpoint) release() {
 	}
 }
 
-// send transmits datagrams: ms[i].Buffers[0] to ms[i].Addr. Send failures
-// (a full socket buffer, a vanished route) are counted and treated as
-// losses: the engines recover.
-func (ep *endpoint) send(ms []ipv4.Message) {
+// send transmits datagrams: ms[i].Buffers[0] to ms[i].Addr. It returns how
+// many the socket refused (a full socket buffer, a vanished route): they
+// count as losses, which the engines recover from.
+func (ep *endpoint) send(ms []ipv4.Message) (failed uint64) {
 	for len(ms) > 0 {
 		n := 1
 		var err error
@@ -229,10 +228,11 @@ func (ep *endpoint) send(ms []ipv4.Message) {
 			_, err = ep.pc.WriteTo(ms[0].Buffers[0], ms[0].Addr)
 		}
 		if err != nil {
-			ep.sendErrors.Add(1)
+			failed++
 		}
 		ms = ms[n:]
 	}
+	return failed
 }
 
 // addrKey identifies a remote address: UDP addresses by value, without

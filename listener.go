@@ -143,6 +143,21 @@ func (l *listener[T]) Close() error {
 	return nil
 }
 
+// Stats returns the counters of datagrams that reached no conn.
+func (l *listener[T]) Stats() ListenerStats {
+	if l.cfgErr != nil {
+		return ListenerStats{}
+	}
+	l.q.mu.Lock()
+	backlog := l.q.drops
+	l.q.mu.Unlock()
+	return ListenerStats{
+		BacklogDrops: backlog,
+		UnknownDrops: l.ep.unknownDrops.Load(),
+		Oversize:     l.ep.oversize.Load(),
+	}
+}
+
 // Addr returns the listener's local address.
 func (l *listener[T]) Addr() net.Addr { return l.ep.pc.LocalAddr() }
 

@@ -10,6 +10,7 @@ type Stats struct {
 	BytesReceived   uint64        // bytes of the datagrams accepted
 	PacketsRejected uint64        // datagrams from the peer refused as malformed or out of range
 	PacketsDeferred uint64        // datagrams left unprocessed because the receive queue was full
+	SendErrors      uint64        // datagrams the socket refused to send (counted as lost)
 	MessagesSent    uint64        // protocol messages sent for the first time
 	MessagesRecv    uint64        // protocol messages delivered
 	Retransmits     uint64        // messages sent again after a loss
@@ -30,6 +31,7 @@ func statsOf(a *assoc) Stats {
 		BytesReceived:   s.BytesReceived,
 		PacketsRejected: s.PacketsRejected,
 		PacketsDeferred: a.fullDrops,
+		SendErrors:      a.sendErrors,
 		MessagesSent:    s.MessagesSent,
 		MessagesRecv:    s.MessagesRecv,
 		Retransmits:     s.Retransmits,
@@ -39,4 +41,17 @@ func statsOf(a *assoc) Stats {
 		RTTVar:          s.RTTVar,
 		RTO:             s.RTO,
 	}
+}
+
+// ListenerStats are a listener's counters for datagrams that reached no
+// conn. Counters only grow.
+type ListenerStats struct {
+	// BacklogDrops counts datagrams from new peers dropped because
+	// Config.Backlog new peers were already waiting.
+	BacklogDrops uint64
+	// UnknownDrops counts datagrams from addresses without a conn that do
+	// not open one (not a valid handshake packet, or after Close).
+	UnknownDrops uint64
+	// Oversize counts datagrams larger than any protocol's, dropped unread.
+	Oversize uint64
 }
