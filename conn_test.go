@@ -323,3 +323,25 @@ func TestDone(t *testing.T) {
 	require.NoError(t, unused.Close())
 	<-unused.Done()
 }
+
+// TestListenerStats: datagrams that reach no conn are counted: garbage
+// from a stranger, and new peers beyond the backlog.
+func TestListenerStats(t *testing.T) {
+	ln := Server(udpSocket(t, nil, 0), &Config{Backlog: 1})
+	defer ln.Close()
+	junk := udpSocket(t, nil, 0)
+	defer junk.Close()
+	_, err := junk.WriteTo([]byte{0x00, 0x01, 0x00, 0x02}, ln.Addr()) // Airhook without a session ID
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return ln.Stats().UnknownDrops == 1 }, 5*time.Second, time.Millisecond)
+
+	first := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
+	defer first.Close()
+	require.NoError(t, first.Handshake(context.Background())) // fills the backlog: never accepted
+	second := Client(udpSocket(t, nil, 0), ln.Addr(), &Config{HandshakeTimeout: 300 * time.Millisecond})
+	defer second.Close()
+	require.ErrorIs(t, second.Handshake(context.Background()), ErrHandshakeTimeout)
+	require.Positive(t, ln.Stats().BacklogDrops)
+	require.Zero(t, ln.Stats().Oversize)
+	require.Zero(t, first.Stats().SendErrors)
+}
