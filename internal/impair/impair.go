@@ -10,6 +10,7 @@
 package impair
 
 import (
+	"container/heap"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -42,15 +43,21 @@ type Config struct {
 }
 
 // Conn is a net.PacketConn whose WriteTo applies Config. All other methods
-// are the wrapped conn's.
+// are the wrapped conn's. Delayed datagrams leave in the order of their
+// due times (a fixed Delay keeps their order; Jitter and Reorder do not),
+// sent by one goroutine that ends with Close.
 type Conn struct {
 	net.PacketConn
 	cfg Config
 
 	mu      sync.Mutex
 	rng     *rand.Rand
-	delayed int
+	line    delayLine
+	seq     uint64
+	wake    chan struct{} // nudges the sender when an earlier datagram is due
+	running bool
 	closed  bool
+	done    chan struct{} // closed when the sender goroutine ends
 	stats   Stats
 }
 
@@ -64,13 +71,19 @@ func New(pc net.PacketConn, cfg Config) *Conn {
 	if cfg.MaxDelayed <= 0 {
 		cfg.MaxDelayed = 4096
 	}
-	return &Conn{PacketConn: pc, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	return &Conn{
+		PacketConn: pc,
+		cfg:        cfg,
+		rng:        rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+	}
 }
 
 // WriteTo sends p to addr subject to the impairments. It reports len(p)
 // written whether the datagram was dropped or not, like a lossy network.
-// Delayed datagrams are copied and sent later from a timer; errors from
-// those late sends are ignored, like losses.
+// Delayed datagrams are copied and sent later; errors from those late
+// sends are ignored, like losses.
 func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	c.mu.Lock()
 	if c.closed {
@@ -85,7 +98,8 @@ func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		copies = 2
 		c.stats.Duplicated++
 	}
-	delays := make([]time.Duration, 0, 2)
+	now := time.Now()
+	direct := 0
 	for range copies {
 		d := c.cfg.Delay
 		if c.cfg.Jitter > 0 {
@@ -95,44 +109,82 @@ func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
 			d += c.cfg.ReorderDelay
 			c.stats.Reordered++
 		}
-		if d > 0 && c.delayed >= c.cfg.MaxDelayed {
+		if d <= 0 {
+			direct++
+			c.stats.Sent++
+			continue
+		}
+		if c.line.Len() >= c.cfg.MaxDelayed {
 			c.stats.QueueDropped++
 			continue
 		}
-		if d > 0 {
-			c.delayed++
-		}
-		delays = append(delays, d)
+		c.seq++
+		heap.Push(&c.line, delayed{due: now.Add(d), seq: c.seq, p: append([]byte(nil), p...), addr: addr})
 		c.stats.Sent++
+		if !c.running {
+			c.running = true
+			go c.sender()
+		}
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 	c.mu.Unlock()
 
-	for _, d := range delays {
-		if d <= 0 {
-			if _, err := c.PacketConn.WriteTo(p, addr); err != nil {
-				return 0, err
-			}
-			continue
+	for range direct {
+		if _, err := c.PacketConn.WriteTo(p, addr); err != nil {
+			return 0, err
 		}
-		buf := append([]byte(nil), p...)
-		time.AfterFunc(d, func() {
-			c.mu.Lock()
-			c.delayed--
-			closed := c.closed
-			c.mu.Unlock()
-			if !closed {
-				_, _ = c.PacketConn.WriteTo(buf, addr)
-			}
-		})
 	}
 	return len(p), nil
+}
+
+// sender sends delayed datagrams when they are due, earliest first.
+func (c *Conn) sender() {
+	defer close(c.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		var due []delayed
+		now := time.Now()
+		for c.line.Len() > 0 && !c.line[0].due.After(now) {
+			due = append(due, heap.Pop(&c.line).(delayed))
+		}
+		wait := time.Hour
+		if c.line.Len() > 0 {
+			wait = c.line[0].due.Sub(now)
+		}
+		c.mu.Unlock()
+		for _, d := range due {
+			_, _ = c.PacketConn.WriteTo(d.p, d.addr)
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-c.wake:
+		}
+	}
 }
 
 // Close closes the wrapped conn; datagrams still delayed are discarded.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	running := c.running
 	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	if running {
+		<-c.done
+	}
 	return c.PacketConn.Close()
 }
 
@@ -141,4 +193,31 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats
+}
+
+// delayed is one datagram waiting in the delay line.
+type delayed struct {
+	due  time.Time
+	seq  uint64 // ties keep the order of WriteTo
+	p    []byte
+	addr net.Addr
+}
+
+// delayLine is a min-heap of delayed datagrams by due time, then seq.
+type delayLine []delayed
+
+func (h delayLine) Len() int { return len(h) }
+func (h delayLine) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h delayLine) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *delayLine) Push(x any)   { *h = append(*h, x.(delayed)) }
+func (h *delayLine) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

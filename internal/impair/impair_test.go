@@ -50,6 +50,36 @@ func TestDelayAndDelivery(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
 }
 
+func TestDelayKeepsOrder(t *testing.T) {
+	a, b := pair(t)
+	c := New(a, Config{Delay: 2 * time.Millisecond})
+	defer c.Close()
+	const n = 200
+	for i := range n {
+		_, err := c.WriteTo([]byte{byte(i)}, b.LocalAddr())
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.line.Len() == 0
+	}, 5*time.Second, time.Millisecond)
+	buf := make([]byte, 8)
+	last, got := -1, 0
+	for {
+		require.NoError(t, b.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+		k, _, err := b.ReadFrom(buf)
+		if err != nil {
+			break // all read; the socket may have dropped some of the burst
+		}
+		require.Equal(t, 1, k)
+		require.Greater(t, int(buf[0]), last, "datagrams leave in order")
+		last = int(buf[0])
+		got++
+	}
+	require.Greater(t, got, n/2)
+}
+
 func TestQueueBound(t *testing.T) {
 	a, b := pair(t)
 	c := New(a, Config{Delay: time.Hour, MaxDelayed: 3})
