@@ -137,8 +137,14 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
 	s.detectGap(next)
 	s.actOnMissed(p.Missed, old.nextOut, conf.nextOut)
 	s.confirmMessages(old.nextOut, conf.nextOut)
-	if s.confirmed != oldConfirmed && conf.messages && !conf.repeated {
-		s.rtt.Sample(now.Sub(conf.at)) // Karn: sent once, first confirmation
+	if s.confirmed != oldConfirmed {
+		// The peer confirmed new packets: the path works, so the back-off
+		// of our header repeats ends, even on a side that sends no
+		// messages and so never takes a sample.
+		s.rtt.ClearBackoff()
+		if conf.messages && !conf.repeated {
+			s.rtt.Sample(now.Sub(conf.at)) // Karn: sent once, first confirmation
+		}
 	}
 	s.deliver(msgs)
 

@@ -37,6 +37,17 @@ func TestRTTClampAndBackoff(t *testing.T) {
 	require.Equal(t, 3*time.Second, r.RTO(), "non-positive sample ignored")
 	r.Sample(time.Millisecond)
 	require.Equal(t, 200*time.Millisecond, r.RTO(), "sample clears back-off")
+
+	r.Backoff()
+	r.Backoff()
+	require.Equal(t, 800*time.Millisecond, r.RTO())
+	r.ClearBackoff()
+	require.Equal(t, 200*time.Millisecond, r.RTO())
+
+	fresh := NewRTT(time.Second, 200*time.Millisecond, 3*time.Second)
+	fresh.Backoff()
+	fresh.ClearBackoff()
+	require.Equal(t, time.Second, fresh.RTO(), "back to the initial RTO before any sample")
 }
 
 func TestSerial(t *testing.T) {

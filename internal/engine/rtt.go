@@ -8,6 +8,7 @@ import "time"
 // The zero value is not usable; build one with NewRTT.
 type RTT struct {
 	srtt, rttvar time.Duration
+	base         time.Duration // RTO from the samples (or the initial one)
 	rto          time.Duration // current RTO including back-off
 	min, max     time.Duration
 	granularity  time.Duration
@@ -20,7 +21,8 @@ type RTT struct {
 // not above max; initial is clamped into range.
 func NewRTT(initial, min, max time.Duration) *RTT {
 	r := &RTT{min: min, max: max, granularity: time.Millisecond}
-	r.rto = r.clamp(initial)
+	r.base = r.clamp(initial)
+	r.rto = r.base
 	return r
 }
 
@@ -48,13 +50,20 @@ func (r *RTT) Sample(rtt time.Duration) {
 		r.rttvar = (3*r.rttvar + diff) / 4
 		r.srtt = (7*r.srtt + rtt) / 8
 	}
-	r.rto = r.clamp(r.srtt + max(r.granularity, 4*r.rttvar))
+	r.base = r.clamp(r.srtt + max(r.granularity, 4*r.rttvar))
+	r.rto = r.base
 }
 
 // Backoff doubles the RTO, up to the maximum (RFC 6298 §5.5).
 func (r *RTT) Backoff() {
 	r.rto = r.clamp(2 * r.rto)
 }
+
+// ClearBackoff undoes Backoff: the RTO returns to the value computed from
+// the samples (or the initial RTO before any). Call it when the peer shows
+// progress without a sample being possible, as TCP clears its back-off on
+// an acknowledgement of new data.
+func (r *RTT) ClearBackoff() { r.rto = r.base }
 
 // RTO is the current retransmission timeout.
 func (r *RTT) RTO() time.Duration { return r.rto }

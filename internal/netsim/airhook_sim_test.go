@@ -274,3 +274,22 @@ func TestAirhookIdleTimeout(t *testing.T) {
 	assert.LessOrEqual(t, s.Now().Sub(lastRecv), idle+50*time.Millisecond)
 	assert.LessOrEqual(t, s.Now().Sub(vanished), idle+50*time.Millisecond)
 }
+
+// TestAirhookReceiverBackoffClears: a side that only receives never takes
+// an RTT sample (its packets carry no messages), so only the peer's
+// confirmations may end the back-off of its header repeats. Otherwise its
+// RTO stays near RTOMax and its confirmations, due one RTO after its last
+// packet, throttle the sender.
+func TestAirhookReceiverBackoffClears(t *testing.T) {
+	link := netsim.LinkConfig{Loss: 0.1, Delay: 10 * time.Millisecond}
+	x := newAHTransfer(t, 11, 3000, link, airhook.Config{})
+	x.sent[netsim.B], x.received[netsim.A] = x.n, x.n // one way: A to B
+	require.NoError(t, x.sim.RunUntil(x.step, 10*time.Minute))
+	for i, c := range x.got[netsim.B] {
+		require.Equal(t, 1, c, "message %d", i)
+	}
+	b := x.sessions[netsim.B].Stats()
+	require.Zero(t, b.SRTT, "the receiver took no sample")
+	require.Equal(t, airhook.DefaultRTOInitial, b.RTO, "and its back-off was cleared")
+	t.Logf("virtual %v", x.sim.Stats().Elapsed)
+}
