@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
-	"golang.org/x/net/ipv4"
 )
 
 // upper is the layer above an association's engine: a stream Conn or a
@@ -39,9 +38,10 @@ type assoc struct {
 	up      upper
 	timer   *time.Timer
 	timerAt time.Time
-	out     []ipv4.Message // datagrams being sent
-	wake    chan struct{}  // closed and replaced when anything changes
-	waiting bool           // someone holds wake
+	out     [][]byte      // datagrams being sent, each with room for an MTU
+	scratch sendScratch   // messages for send
+	wake    chan struct{} // closed and replaced when anything changes
+	waiting bool          // someone holds wake
 	over    bool
 
 	fullDrops  uint64 // datagrams left unprocessed because up was full
@@ -50,17 +50,16 @@ type assoc struct {
 
 func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
 	a := &assoc{
-		ep:    ep,
-		raddr: raddr,
-		key:   keyOf(raddr),
-		eng:   eng,
-		out:   newMessages(sendBatch, mtu),
-		wake:  make(chan struct{}),
+		ep:      ep,
+		raddr:   raddr,
+		key:     keyOf(raddr),
+		eng:     eng,
+		out:     make([][]byte, sendBatch),
+		scratch: newSendScratch(sendBatch),
+		wake:    make(chan struct{}),
 	}
-	if !ep.connected {
-		for i := range a.out {
-			a.out[i].Addr = raddr
-		}
+	for i := range a.out {
+		a.out[i] = make([]byte, mtu)
 	}
 	a.timer = time.AfterFunc(time.Hour, a.onTimer)
 	a.timer.Stop()
@@ -130,18 +129,18 @@ func (a *assoc) settleLocked(now time.Time) {
 	n := 0
 	for {
 		if n == len(a.out) {
-			a.sendErrors += a.ep.send(a.out)
+			a.sendErrors += a.ep.send(&a.scratch, a.out, a.raddr)
 			n = 0
 		}
-		buf := a.out[n].Buffers[0][:cap(a.out[n].Buffers[0])]
+		buf := a.out[n][:cap(a.out[n])]
 		k := a.eng.Poll(now, buf)
 		if k == 0 {
 			break
 		}
-		a.out[n].Buffers[0] = buf[:k]
+		a.out[n] = buf[:k]
 		n++
 	}
-	a.sendErrors += a.ep.send(a.out[:n])
+	a.sendErrors += a.ep.send(&a.scratch, a.out[:n], a.raddr)
 	if a.eng.State() == engine.StateClosed {
 		a.endLocked(a.eng.Err())
 		return

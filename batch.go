@@ -14,8 +14,9 @@ import (
 // WriteTo per datagram through the same code.
 const (
 	readBatch   = 32
+	groBatch    = 8 // with GRO, each read buffer holds up to 64 KiB of joined datagrams
 	sendBatch   = 16
-	maxDatagram = 2048 // read buffer per datagram; larger datagrams are dropped
+	maxDatagram = 2048 // largest datagram taken; larger ones are dropped
 )
 
 // batchConn is what ipv4.PacketConn and ipv6.PacketConn share.
@@ -37,11 +38,13 @@ func newBatchConn(pc net.PacketConn) batchConn {
 	return ipv4.NewPacketConn(uc)
 }
 
-// newMessages returns n messages with one buffer each of size bytes.
+// newMessages returns n receive messages with one buffer each of size
+// bytes and room for a control message.
 func newMessages(n, size int) []ipv4.Message {
 	ms := make([]ipv4.Message, n)
 	for i := range ms {
 		ms[i].Buffers = [][]byte{make([]byte, size)}
+		ms[i].OOB = make([]byte, oobSize)
 	}
 	return ms
 }

@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net"
@@ -20,8 +21,10 @@ import (
 // association) releases it.
 type endpoint struct {
 	pc        net.PacketConn
-	connected bool      // pc is a connected *net.UDPConn: send without address
-	batch     batchConn // batched I/O on pc, or nil
+	connected bool        // pc is a connected *net.UDPConn: send without address
+	batch     batchConn   // batched I/O on pc, or nil
+	gso       atomic.Bool // send with UDP segmentation offload
+	gro       bool        // receive with UDP receive offload
 	log       *slog.Logger
 
 	mu       sync.Mutex
@@ -54,6 +57,11 @@ func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *endpoint 
 		refs:      1,
 		done:      make(chan struct{}),
 	}
+	if ep.batch != nil {
+		gso, gro := enableOffload(pc.(*net.UDPConn))
+		ep.gso.Store(gso)
+		ep.gro = gro
+	}
 	return ep
 }
 
@@ -70,11 +78,11 @@ func (ep *endpoint) stopAccepting() {
 func (ep *endpoint) readLoop() {
 	defer close(ep.done)
 	var touched []*assoc
-	ms := newMessages(readBatch, maxDatagram)
-	if ep.batch == nil {
-		ms = ms[:1]
-	}
+	ms := ep.readMessages()
 	for {
+		for i := range ms {
+			ms[i].OOB = ms[i].OOB[:cap(ms[i].OOB)]
+		}
 		n, err := ep.read(ms)
 		if err != nil {
 			if ep.connected && errors.Is(err, syscall.ECONNREFUSED) {
@@ -91,12 +99,20 @@ func (ep *endpoint) readLoop() {
 		now := time.Now()
 		for i := range ms[:n] {
 			m := &ms[i]
-			if m.N > maxDatagram-1 || m.Flags&syscall.MSG_TRUNC != 0 {
+			data := m.Buffers[0][:m.N]
+			seg := len(data)
+			if ep.gro {
+				seg = cmp.Or(segmentSize(m.OOB[:m.NN]), seg)
+			}
+			if seg > maxDatagram || m.Flags&syscall.MSG_TRUNC != 0 {
 				ep.oversize.Add(1) // larger than any protocol's datagram
 				continue
 			}
-			if a := ep.dispatch(m.Buffers[0][:m.N], m.Addr, now); a != nil && !slices.Contains(touched, a) {
-				touched = append(touched, a)
+			for ; len(data) > 0; data = data[min(seg, len(data)):] {
+				a := ep.dispatch(data[:min(seg, len(data))], m.Addr, now)
+				if a != nil && !slices.Contains(touched, a) {
+					touched = append(touched, a)
+				}
 			}
 		}
 		for i, a := range touched {
@@ -105,6 +121,18 @@ func (ep *endpoint) readLoop() {
 		}
 		touched = touched[:0]
 	}
+}
+
+// readMessages returns the receive buffers: one datagram's worth without
+// batching, readBatch datagrams with it, and room for what GRO joins.
+func (ep *endpoint) readMessages() []ipv4.Message {
+	switch {
+	case ep.batch == nil:
+		return newMessages(1, maxDatagram+1)
+	case ep.gro:
+		return newMessages(groBatch, 1<<16)
+	}
+	return newMessages(readBatch, maxDatagram+1)
 }
 
 // read fills ms[:n] with received datagrams.
@@ -211,28 +239,83 @@ func (ep *endpoint) release() {
 	}
 }
 
-// send transmits datagrams: ms[i].Buffers[0] to ms[i].Addr. It returns how
-// many the socket refused (a full socket buffer, a vanished route): they
-// count as losses, which the engines recover from.
-func (ep *endpoint) send(ms []ipv4.Message) (failed uint64) {
-	for len(ms) > 0 {
-		n := 1
-		var err error
-		switch {
-		case ep.batch != nil:
-			n, err = ep.batch.WriteBatch(ms, 0)
-			n = max(n, 1) // on error, skip the datagram that failed
-		case ep.connected:
-			_, err = ep.pc.(*net.UDPConn).Write(ms[0].Buffers[0])
-		default:
-			_, err = ep.pc.WriteTo(ms[0].Buffers[0], ms[0].Addr)
+// send transmits the datagrams bufs to to, using sc for the messages. With
+// GSO, each run of equal-size datagrams (the last of a run may be shorter)
+// goes as one message. It returns how many datagrams the socket refused (a
+// full socket buffer, a vanished route): they count as losses, which the
+// engines recover from.
+func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed uint64) {
+	if ep.connected {
+		to = nil
+	}
+	for len(bufs) > 0 {
+		if ep.batch == nil {
+			var err error
+			if ep.connected {
+				_, err = ep.pc.(*net.UDPConn).Write(bufs[0])
+			} else {
+				_, err = ep.pc.WriteTo(bufs[0], to)
+			}
+			if err != nil {
+				failed++
+			}
+			bufs = bufs[1:]
+			continue
 		}
-		if err != nil {
-			failed++
+		gso := ep.gso.Load()
+		ms := sc.messages(bufs, to, gso)
+		n, err := ep.batch.WriteBatch(ms, 0)
+		n = max(n, 0)
+		for _, m := range ms[:n] {
+			bufs = bufs[len(m.Buffers):]
 		}
-		ms = ms[n:]
+		if err == nil || n == len(ms) {
+			continue
+		}
+		if gso && len(ms[n].Buffers) > 1 && (errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL)) {
+			ep.gso.Store(false) // the path cannot segment: send one by one from now on
+			continue
+		}
+		failed += uint64(len(ms[n].Buffers))
+		bufs = bufs[len(ms[n].Buffers):]
 	}
 	return failed
+}
+
+// maxSegments is the most datagrams one GSO message may carry.
+const maxSegments = 64
+
+// sendScratch holds an association's messages for send, so that sending
+// allocates nothing.
+type sendScratch struct {
+	ms   []ipv4.Message
+	oobs [][]byte
+}
+
+func newSendScratch(n int) sendScratch {
+	sc := sendScratch{ms: make([]ipv4.Message, n), oobs: make([][]byte, n)}
+	for i := range sc.oobs {
+		sc.oobs[i] = make([]byte, oobSize)
+	}
+	return sc
+}
+
+// messages lays bufs out as messages to to, grouping runs for GSO.
+func (sc *sendScratch) messages(bufs [][]byte, to net.Addr, gso bool) []ipv4.Message {
+	k := 0
+	for i := 0; i < len(bufs) && k < len(sc.ms); k++ {
+		size, j := len(bufs[i]), i+1
+		for gso && j < len(bufs) && j-i < maxSegments && len(bufs[j-1]) == size && len(bufs[j]) <= size {
+			j++
+		}
+		m := &sc.ms[k]
+		m.Buffers, m.Addr, m.OOB = bufs[i:j], to, nil
+		if j-i > 1 {
+			m.OOB = putSegmentSize(sc.oobs[k], size)
+		}
+		i = j
+	}
+	return sc.ms[:k]
 }
 
 // addrKey identifies a remote address: UDP addresses by value, without

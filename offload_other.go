@@ -1,0 +1,15 @@
+//go:build !linux
+
+package rudp
+
+import "net"
+
+// Segmentation offload exists on Linux only.
+
+func enableOffload(*net.UDPConn) (gso, gro bool) { return false, false }
+
+var oobSize = 0
+
+func putSegmentSize(oob []byte, _ int) []byte { return oob[:0] }
+
+func segmentSize([]byte) int { return 0 }

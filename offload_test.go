@@ -1,0 +1,37 @@
+package rudp
+
+import (
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/ipv4"
+)
+
+// TestGSOGrouping: runs of equal-size datagrams (the last of a run may be
+// shorter) become one message with a segment size; anything else goes
+// alone; without GSO every datagram is its own message.
+func TestGSOGrouping(t *testing.T) {
+	mk := func(sizes ...int) [][]byte {
+		bufs := make([][]byte, len(sizes))
+		for i, n := range sizes {
+			bufs[i] = make([]byte, n)
+		}
+		return bufs
+	}
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
+	sc := newSendScratch(8)
+	runs := func(ms []ipv4.Message) []int {
+		var r []int
+		for _, m := range ms {
+			r = append(r, len(m.Buffers))
+			require.Equal(t, to, m.Addr)
+			require.Equal(t, len(m.Buffers) > 1, len(m.OOB) > 0, "a segment size exactly on grouped messages")
+		}
+		return r
+	}
+	bufs := mk(1290, 1290, 1290, 700, 1290, 4, 1290, 1290)
+	require.Equal(t, []int{4, 2, 2}, runs(sc.messages(bufs, to, true)), "a shorter datagram ends a run")
+	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1}, runs(sc.messages(bufs, to, false)))
+	require.Equal(t, []int{1, 1}, runs(sc.messages(mk(4, 1290), to, true)), "a larger datagram starts a new run")
+}
