@@ -206,15 +206,24 @@ type delayed struct {
 // delayLine is a min-heap of delayed datagrams by due time, then seq.
 type delayLine []delayed
 
+// Len, Less, Swap, Push and Pop implement heap.Interface.
 func (h delayLine) Len() int { return len(h) }
+
+// Less orders by due time, then by order of WriteTo.
 func (h delayLine) Less(i, j int) bool {
 	if !h[i].due.Equal(h[j].due) {
 		return h[i].due.Before(h[j].due)
 	}
 	return h[i].seq < h[j].seq
 }
+
+// Swap swaps two datagrams.
 func (h delayLine) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *delayLine) Push(x any)   { *h = append(*h, x.(delayed)) }
+
+// Push appends a datagram.
+func (h *delayLine) Push(x any) { *h = append(*h, x.(delayed)) }
+
+// Pop removes the last datagram.
 func (h *delayLine) Pop() any {
 	old := *h
 	x := old[len(old)-1]
