@@ -3,6 +3,7 @@ package rudp
 import (
 	"cmp"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -266,6 +267,9 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 		ms := sc.messages(bufs, to, gso)
 		n, err := ep.batch.WriteBatch(ms, 0)
 		n = max(n, 0)
+		if err == nil && n < len(ms) {
+			err = io.ErrShortWrite // never spin on a call that sent nothing
+		}
 		for _, m := range ms[:n] {
 			bufs = bufs[len(m.Buffers):]
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 
 	"github.com/rudpkit/rudp"
@@ -32,14 +33,20 @@ func (c *cli) pipe(conn *rudp.Conn) error {
 	defer closeAndWait(conn)
 	sent := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(conn, c.stdin)
-		if err == nil {
-			err = conn.CloseWrite()
+		if _, err := io.Copy(conn, c.stdin); err != nil {
+			sent <- err      // first, so that the reading side finds it
+			_ = conn.Close() // unblocks the reading side
+			return
 		}
-		sent <- err
+		sent <- conn.CloseWrite()
 	}()
 	if _, err := io.Copy(c.stdout, conn); err != nil {
-		return err
+		select {
+		case serr := <-sent:
+			return cmp.Or(serr, err) // stdin's failure is the cause
+		default:
+			return err
+		}
 	}
 	return <-sent
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,4 +159,53 @@ func TestSendFailsOnWrongDigest(t *testing.T) {
 	sender := &cli{stdin: strings.NewReader("payload"), stdout: io.Discard, stderr: &sendErr}
 	require.Equal(t, exitFail, sender.run([]string{"send", "--quiet", "-", l.Addr().String()}))
 	require.Contains(t, sendErr.String(), "SHA-256 mismatch")
+}
+
+// failingReader returns what it holds, then err.
+type failingReader struct {
+	data string
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.data == "" {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestPipeStdinFailure: when stdin fails, pipe ends the stream at once
+// and reports that failure; the peer reads what was sent, then io.EOF.
+func TestPipeStdinFailure(t *testing.T) {
+	l, err := listenStream("127.0.0.1:0", nil, impair.Config{})
+	require.NoError(t, err)
+	got := make(chan string, 1)
+	go func() {
+		s, err := acceptOne(l)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, err := io.ReadAll(s)
+		if err != nil {
+			b = append(b, err.Error()...)
+		}
+		closeAndWait(s)
+		got <- string(b)
+	}()
+	conn, err := dialStream(context.Background(), l.Addr().(*net.UDPAddr), nil, impair.Config{})
+	require.NoError(t, err)
+
+	c := &cli{stdin: &failingReader{data: "partial", err: errors.New("disk on fire")}, stdout: io.Discard, stderr: io.Discard}
+	done := make(chan error, 1)
+	go func() { done <- c.pipe(conn) }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "disk on fire")
+	case <-time.After(30 * time.Second):
+		t.Fatal("pipe did not end after stdin failed")
+	}
+	require.Equal(t, "partial", <-got)
 }

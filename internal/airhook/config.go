@@ -1,6 +1,7 @@
 package airhook
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -91,24 +92,12 @@ const sessionDraws = 8
 // withDefaults returns c with defaults filled in, or an error for values
 // that cannot be honoured.
 func (c Config) withDefaults() (Config, error) {
-	if c.MaxDatagram == 0 {
-		c.MaxDatagram = DefaultMaxDatagram
-	}
-	if c.RTOInitial == 0 {
-		c.RTOInitial = DefaultRTOInitial
-	}
-	if c.RTOMin == 0 {
-		c.RTOMin = DefaultRTOMin
-	}
-	if c.RTOMax == 0 {
-		c.RTOMax = DefaultRTOMax
-	}
-	if c.Linger == 0 {
-		c.Linger = DefaultLinger
-	}
-	if c.MaxQueued == 0 {
-		c.MaxQueued = DefaultMaxQueued
-	}
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
+	c.RTOInitial = cmp.Or(c.RTOInitial, DefaultRTOInitial)
+	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
+	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
 	switch {
 	case c.MaxDatagram < MinMaxDatagram:
 		return c, fmt.Errorf("%w: MaxDatagram %d below %d", errConfig, c.MaxDatagram, MinMaxDatagram)

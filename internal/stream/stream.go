@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -114,15 +115,9 @@ type Stream struct {
 // New returns a Stream with a HELLO frame queued. It panics if a Config
 // field is out of range (a programming error, never a network one).
 func New(cfg Config) *Stream {
-	if cfg.MaxFrame == 0 {
-		cfg.MaxFrame = DefaultMaxFrame
-	}
-	if cfg.RecvWindow == 0 {
-		cfg.RecvWindow = DefaultRecvWindow
-	}
-	if cfg.SendBuffer == 0 {
-		cfg.SendBuffer = DefaultSendBuffer
-	}
+	cfg.MaxFrame = cmp.Or(cfg.MaxFrame, DefaultMaxFrame)
+	cfg.RecvWindow = cmp.Or(cfg.RecvWindow, DefaultRecvWindow)
+	cfg.SendBuffer = cmp.Or(cfg.SendBuffer, DefaultSendBuffer)
 	if cfg.MaxFrame < MinMaxFrame {
 		panic(fmt.Sprintf("stream: Config.MaxFrame %d below %d", cfg.MaxFrame, MinMaxFrame))
 	}
