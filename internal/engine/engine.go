@@ -182,6 +182,12 @@ var (
 	ErrPeerRestarted          = errors.New("peer restarted with a new session")
 	ErrRetransmitLimit        = errors.New("retransmission limit reached")
 	ErrLingerTimeout          = errors.New("linger timeout: messages left unconfirmed")
+	// ErrPeerClosed: the peer closed the association while messages of
+	// ours were still unconfirmed.
+	ErrPeerClosed = errors.New("peer closed with messages unconfirmed")
+	// ErrIncompatible: the peer's handshake carries parameters this end
+	// cannot work with (protocol version, channel count).
+	ErrIncompatible = errors.New("peer parameters incompatible")
 )
 
 // timeoutError is an error that reports Timeout() true, so that a
