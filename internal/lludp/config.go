@@ -1,0 +1,177 @@
+package lludp
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults applied by New to zero Config fields (notes §6).
+const (
+	// DefaultMaxDatagram is OpenSim's hard datagram limit (notes §1.7).
+	DefaultMaxDatagram = 1400
+	// MinMaxDatagram is the smallest accepted Config.MaxDatagram: room
+	// for UseCircuitCode (46 bytes) and a PacketAck of several IDs.
+	MinMaxDatagram = 64
+	// DefaultAckDelay is the viewer's AckCollectTime (notes §3.3).
+	DefaultAckDelay = 100 * time.Millisecond
+	// DefaultResendLimit is the viewer's number of resends (notes §3.4).
+	DefaultResendLimit = 3
+	// DefaultRTOMin and DefaultRTOMax bound the resend timeout, 5 × the
+	// averaged ping: the viewer's 1 s minimum, and 5 × its 2 s ping cap.
+	DefaultRTOMin = time.Second
+	DefaultRTOMax = 10 * time.Second
+	// DefaultKeepAlive is the StartPingCheck interval (notes §3.7).
+	DefaultKeepAlive = 5 * time.Second
+	// DefaultIdleTimeout is the viewer's circuit timeout (notes §3.1).
+	DefaultIdleTimeout = 100 * time.Second
+	// DefaultLinger is the longest time spent in StateClosing.
+	DefaultLinger = 5 * time.Second
+	// DefaultMaxQueued is the default bound on pending messages.
+	DefaultMaxQueued = 1024
+	// SeqWrap is the modulus of the sequence numbers sessions send: the
+	// viewer wraps 0xFFFFFF to 0 (notes §3.2).
+	SeqWrap = 1 << 24
+)
+
+// Circuit is the body of UseCircuitCode (notes §1.6): Code as a
+// little-endian u32, then SessionID and AgentID as 16 raw bytes each (36
+// bytes).
+type Circuit struct {
+	Code      uint32
+	SessionID [16]byte
+	AgentID   [16]byte
+}
+
+// circuitLen is the length of a UseCircuitCode body.
+const circuitLen = 4 + 16 + 16
+
+// appendCircuit appends the UseCircuitCode body of c to b.
+func appendCircuit(b []byte, c Circuit) []byte {
+	b = append(b, byte(c.Code), byte(c.Code>>8), byte(c.Code>>16), byte(c.Code>>24))
+	b = append(b, c.SessionID[:]...)
+	return append(b, c.AgentID[:]...)
+}
+
+// parseCircuit reads a UseCircuitCode body; trailing bytes are ignored
+// (notes §2 erratum 11). ok is false when b is shorter than 36 bytes.
+func parseCircuit(b []byte) (c Circuit, ok bool) {
+	if len(b) < circuitLen {
+		return c, false
+	}
+	c.Code = uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	copy(c.SessionID[:], b[4:20])
+	copy(c.AgentID[:], b[20:36])
+	return c, true
+}
+
+// Config configures a Session. The zero value is a server waiting for a
+// UseCircuitCode with every default; zero fields take the defaults
+// documented on them.
+type Config struct {
+	// Client makes this end open the circuit: its first datagram is a
+	// reliable UseCircuitCode carrying Circuit (sequence number
+	// InitialSeq, 1 by default), and its messages wait until that is
+	// acknowledged (notes §3.1). Without Client the session is a server:
+	// it accepts nothing but a reliable UseCircuitCode until one arrives.
+	Client bool
+	// Circuit is the client's UseCircuitCode body. A server ignores it.
+	Circuit Circuit
+	// Accept marks a server session created for a datagram from an
+	// unknown address: that first datagram must be a valid reliable
+	// UseCircuitCode, else HandleDatagram returns an error wrapping
+	// engine.ErrRejected and the session, unchanged, stays in
+	// StateHandshake (the caller discards it). Servers behave the same
+	// with or without Accept; Accept with Client is invalid.
+	Accept bool
+	// MaxDatagram is the largest datagram Poll writes, in bytes; default
+	// DefaultMaxDatagram (1400), minimum MinMaxDatagram (64). A message is
+	// at most min(MTUBytes, MaxDatagram) bytes before appended acks (see
+	// Session.Capabilities); datagrams never exceed MTUBytes+1, so values
+	// above 1201 change nothing.
+	MaxDatagram int
+	// AckDelay is the longest an acknowledgement waits for an outgoing
+	// datagram to ride on before it goes out in a PacketAck; default
+	// DefaultAckDelay (100 ms, the viewer's AckCollectTime). Any positive
+	// value; negative is invalid.
+	AckDelay time.Duration
+	// ResendLimit is how many times a reliable datagram is resent; when
+	// the timeout after the last resend expires unacknowledged, the
+	// session fails with engine.ErrRetransmitLimit (notes §3.4). 0 means
+	// DefaultResendLimit (3, the viewer); negative means unlimited (as
+	// OpenSim; IdleTimeout still ends a dead circuit).
+	ResendLimit int
+	// RTOMin and RTOMax bound the resend timeout, which is 5 × the
+	// averaged ping (notes §3.4); defaults DefaultRTOMin (1 s) and
+	// DefaultRTOMax (10 s). The averaged ping starts at 1 s, so the first
+	// timeout is 5 s clamped to these bounds.
+	RTOMin, RTOMax time.Duration
+	// KeepAlive is the StartPingCheck interval once the circuit is open;
+	// default DefaultKeepAlive (5 s, without the viewer's ±5 %
+	// randomisation). Negative disables pings, and with them RTT
+	// measurement.
+	KeepAlive time.Duration
+	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
+	// long without an accepted datagram from the peer; default
+	// DefaultIdleTimeout (100 s, the viewer). Negative means never.
+	IdleTimeout time.Duration
+	// HandshakeTimeout, when positive, ends the session with
+	// engine.ErrHandshakeTimeout if the circuit is not open within it: a
+	// client's UseCircuitCode unacknowledged, or a server without one. 0
+	// means never.
+	HandshakeTimeout time.Duration
+	// Linger is the longest time spent in StateClosing; default
+	// DefaultLinger (5 s). When it runs out with messages unacknowledged,
+	// Err wraps engine.ErrLingerTimeout.
+	Linger time.Duration
+	// MaxQueued bounds Pending (messages accepted by Send: queued, or sent
+	// reliably and not yet acknowledged); Send returns engine.ErrQueueFull
+	// at the bound. Default DefaultMaxQueued (1024).
+	MaxQueued int
+	// RejectNewPeerSession: once the circuit is open, a UseCircuitCode
+	// carrying a different Circuit makes HandleDatagram return
+	// engine.ErrPeerRestarted without changing any state, so that the
+	// caller can start a new session. When false the new circuit is
+	// adopted: receive state is reset, pending messages are resent to the
+	// new peer, and Stats.PeerRestarts counts it.
+	RejectNewPeerSession bool
+	// InitialSeq is the first sequence number this end sends; 0 means 1,
+	// as the viewer. It must be below SeqWrap (2^24). Other values exist
+	// to exercise the wrap to 0 after 0xFFFFFF; peers accept any number.
+	InitialSeq uint32
+}
+
+var errConfig = errors.New("lludp: invalid config")
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
+	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
+	c.ResendLimit = cmp.Or(c.ResendLimit, DefaultResendLimit)
+	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
+	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
+	c.InitialSeq = cmp.Or(c.InitialSeq, 1)
+	switch {
+	case c.Client && c.Accept:
+		return c, fmt.Errorf("%w: Client and Accept both set", errConfig)
+	case c.MaxDatagram < MinMaxDatagram:
+		return c, fmt.Errorf("%w: MaxDatagram %d below %d", errConfig, c.MaxDatagram, MinMaxDatagram)
+	case c.AckDelay < 0:
+		return c, fmt.Errorf("%w: AckDelay %v", errConfig, c.AckDelay)
+	case c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
+		return c, fmt.Errorf("%w: RTO bounds %v/%v", errConfig, c.RTOMin, c.RTOMax)
+	case c.HandshakeTimeout < 0 || c.Linger < 0:
+		return c, fmt.Errorf("%w: negative timer", errConfig)
+	case c.MaxQueued < 0:
+		return c, fmt.Errorf("%w: MaxQueued %d", errConfig, c.MaxQueued)
+	case c.InitialSeq >= SeqWrap:
+		return c, fmt.Errorf("%w: InitialSeq %#x not below 2^24", errConfig, c.InitialSeq)
+	}
+	return c, nil
+}

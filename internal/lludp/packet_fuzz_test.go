@@ -1,0 +1,204 @@
+package lludp
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// allVectorHex returns every datagram of the vector file.
+func allVectorHex(v *vecFile) []string {
+	var out []string
+	for _, p := range v.Packets {
+		out = append(out, p.Hex)
+	}
+	return out
+}
+
+// FuzzLLUDPPacket checks that ParsePacket never panics, and that what it
+// accepts re-encodes to a form that parses to the same fields and encodes
+// to the same bytes again.
+func FuzzLLUDPPacket(f *testing.F) {
+	for _, h := range allVectorHex(loadVectors(f)) {
+		f.Add(unhex(f, h))
+	}
+	scratch := make([]byte, 0, MaxDecoded)
+	scratch2 := make([]byte, 0, MaxDecoded)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p Packet
+		if err := ParsePacket(b, &p, scratch); err != nil {
+			require.ErrorIs(t, err, engine.ErrMalformed)
+			return
+		}
+		require.NotZero(t, NumberLen(p.Message))
+		wire := AppendPacket(nil, &p)
+		if len(wire) > MaxDecoded {
+			return // a canonical re-encoding can be longer than exotic zerocoding
+		}
+		var q Packet
+		require.NoError(t, ParsePacket(wire, &q, scratch2))
+		require.Equal(t, p.Seq, q.Seq)
+		require.Equal(t, p.Message, q.Message)
+		require.True(t, bytes.Equal(p.Extra, q.Extra))
+		require.True(t, bytes.Equal(p.Body, q.Body))
+		require.Equal(t, len(p.Acks), len(q.Acks))
+		for i := range p.Acks {
+			require.Equal(t, p.Acks[i], q.Acks[i])
+		}
+		require.Equal(t, p.Flags&(FlagReliable|FlagResent), q.Flags&(FlagReliable|FlagResent))
+		require.Equal(t, wire, AppendPacket(nil, &q))
+	})
+}
+
+// FuzzZeroCode checks that ZeroDecode never panics, that ZeroEncode never
+// writes 00 00 and that decoding undoes encoding.
+func FuzzZeroCode(f *testing.F) {
+	for _, c := range loadVectors(f).Zerocode {
+		f.Add(unhex(f, c.Encoded))
+		f.Add(unhex(f, c.Decoded))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if dec, err := ZeroDecode(nil, b); err == nil {
+			require.LessOrEqual(t, len(dec), MaxDecoded)
+			enc := ZeroEncode(nil, dec)
+			requireNoDoubleZero(t, enc)
+			back, err := ZeroDecode(nil, enc)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(dec, back))
+		} else {
+			require.ErrorIs(t, err, engine.ErrMalformed)
+		}
+		if len(b) > MaxDecoded {
+			return
+		}
+		enc := ZeroEncode(nil, b)
+		requireNoDoubleZero(t, enc)
+		dec, err := ZeroDecode(nil, enc)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(b, dec))
+	})
+}
+
+// checkInvariants verifies the bookkeeping of s.
+func checkInvariants(t *testing.T, s *Session) {
+	t.Helper()
+	n := s.queue.len()
+	listed := 0
+	for m := s.resend.head; m != nil; m = m.next {
+		listed++
+		require.Same(t, m, s.unacked[m.seq])
+		if !m.hello {
+			n++
+		}
+	}
+	require.Equal(t, len(s.unacked), listed, "every unacked datagram is in the resend list")
+	require.Equal(t, s.pending, n, "every pending message is queued or unacked")
+	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
+	require.LessOrEqual(t, s.acks.len(), maxPendingAcks)
+	require.LessOrEqual(t, s.nPongs, maxPongs)
+	require.LessOrEqual(t, s.recv.len(), MaxRecvQueue)
+	require.LessOrEqual(t, s.state, engine.StateClosed)
+}
+
+// pollChecked polls s until nothing is due, checking every datagram.
+func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
+	t.Helper()
+	for range 10_000 {
+		n := s.Poll(now, buf)
+		if n == 0 {
+			return
+		}
+		require.LessOrEqual(t, n, s.cfg.MaxDatagram)
+		var p Packet
+		require.NoError(t, ParsePacket(buf[:n], &p, nil))
+	}
+	t.Fatal("Poll keeps returning datagrams")
+}
+
+// splitDatagrams cuts b into datagrams, each prefixed by its length byte.
+func splitDatagrams(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		n := min(int(b[0]), len(b)-1)
+		out = append(out, b[1:1+n])
+		b = b[1+n:]
+	}
+	return out
+}
+
+// FuzzSession feeds arbitrary datagrams to a server with an open circuit
+// and messages in flight.
+func FuzzSession(f *testing.F) {
+	var seed []byte
+	for _, h := range allVectorHex(loadVectors(f)) {
+		b := unhex(f, h)
+		if len(b) < 256 {
+			seed = append(append(seed, byte(len(b))), b...)
+			f.Add(seed)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := openServer(t, Config{MaxQueued: 8})
+		buf := make([]byte, DefaultMaxDatagram)
+		now := t0
+		for i := range 5 {
+			require.NoError(t, s.Send([]byte{byte(i), 0, 0}, engine.SendOptions{MessageNumber: 9, Delivery: engine.Delivery(i % 2)}))
+		}
+		pollChecked(t, s, now, buf)
+		for _, d := range splitDatagrams(b) {
+			now = now.Add(700 * time.Millisecond)
+			_ = s.HandleDatagram(now, d)
+			checkInvariants(t, s)
+			drain(s)
+			pollChecked(t, s, now, buf)
+			checkInvariants(t, s)
+		}
+	})
+}
+
+// TestRandomDatagrams throws mutated copies of real traffic and random
+// bytes at both ends of a lossy exchange.
+func TestRandomDatagrams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	p := newPair(t, Config{MaxQueued: 64, ResendLimit: -1}, Config{RejectNewPeerSession: true, ResendLimit: -1}, 5*ms, 0.2, 9)
+	var seen [][]byte
+	mutate := func() []byte {
+		if len(seen) == 0 || rng.IntN(4) == 0 {
+			return randomBytes(rng, rng.IntN(40))
+		}
+		b := append([]byte(nil), seen[rng.IntN(len(seen))]...)
+		for range 1 + rng.IntN(3) {
+			if len(b) > 0 {
+				b[rng.IntN(len(b))] ^= byte(1 << rng.IntN(8))
+			}
+		}
+		return b
+	}
+	for range 5_000 {
+		if rng.IntN(3) == 0 {
+			_ = p.a.Send([]byte{byte(rng.Uint32())}, rel)
+			_ = p.b.Send([]byte{byte(rng.Uint32())}, unrel)
+		}
+		for _, l := range []*link{&p.ab, &p.ba} {
+			if len(l.queue) > 0 && len(seen) < 512 {
+				seen = append(seen, l.queue[0].data)
+			}
+		}
+		p.now = p.now.Add(time.Millisecond)
+		_ = p.a.HandleDatagram(p.now, mutate())
+		_ = p.b.HandleDatagram(p.now, mutate())
+		if !p.step() {
+			p.now = p.now.Add(time.Second)
+		}
+		drain(p.a)
+		drain(p.b)
+		checkInvariants(t, p.a)
+		checkInvariants(t, p.b)
+	}
+	t.Logf("a: %v %v %+v", p.a.State(), p.a.Err(), p.a.Stats())
+	t.Logf("b: %v %v %+v", p.b.State(), p.b.Err(), p.b.Stats())
+}

@@ -1,0 +1,137 @@
+package lludp
+
+import (
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// Bounds of the session's tables.
+const (
+	// maxPendingAcks bounds the acknowledgements owed to the peer. At the
+	// bound a new one is dropped; the peer resends that datagram and it is
+	// acknowledged then. Poll flushes a full PacketAck's worth (251) at
+	// once, so the bound is reached only when Poll is not called.
+	maxPendingAcks = 4096
+	// maxPongs bounds the CompletePingCheck answers owed; further
+	// StartPingChecks are not answered until Poll sends these.
+	maxPongs = 16
+	// MaxRecvQueue bounds the messages delivered and not yet taken by
+	// Recv. At the bound a datagram carrying a message is rejected (error
+	// wrapping engine.ErrRejected) before any state changes: a reliable
+	// one is not acknowledged, so the peer resends it.
+	MaxRecvQueue = 4096
+)
+
+// outMsg is one message accepted by Send (or the client's UseCircuitCode).
+type outMsg struct {
+	number   uint32
+	reliable bool
+	hello    bool   // the client's UseCircuitCode
+	body     []byte // Send's copy
+	wire     []byte // reliable, once sent: the datagram without appended acks
+	seq      uint32
+	sentAt   time.Time // last transmission
+	resends  int
+	prev     *outMsg // resend list
+	next     *outMsg
+}
+
+// msgQueue is the FIFO of messages waiting to be sent.
+type msgQueue struct {
+	items []*outMsg
+	head  int
+}
+
+func (q *msgQueue) len() int { return len(q.items) - q.head }
+
+func (q *msgQueue) push(m *outMsg) { q.items = append(q.items, m) }
+
+func (q *msgQueue) front() *outMsg { return q.items[q.head] }
+
+func (q *msgQueue) pop() {
+	q.items[q.head] = nil
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+}
+
+// msgList is the list of sent reliable datagrams awaiting an ack, oldest
+// transmission first, so that the front is the next resend due.
+type msgList struct{ head, tail *outMsg }
+
+func (l *msgList) pushBack(m *outMsg) {
+	m.prev, m.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = m
+	} else {
+		l.head = m
+	}
+	l.tail = m
+}
+
+func (l *msgList) remove(m *outMsg) {
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else {
+		l.head = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	} else {
+		l.tail = m.prev
+	}
+	m.prev, m.next = nil, nil
+}
+
+// ackRing holds the sequence numbers owed an acknowledgement, oldest
+// first.
+type ackRing struct {
+	ids        [maxPendingAcks]uint32
+	head, size int
+}
+
+func (r *ackRing) len() int { return r.size }
+
+// push adds id, reporting false when the ring is full.
+func (r *ackRing) push(id uint32) bool {
+	if r.size == len(r.ids) {
+		return false
+	}
+	r.ids[(r.head+r.size)%len(r.ids)] = id
+	r.size++
+	return true
+}
+
+func (r *ackRing) pop() uint32 {
+	id := r.ids[r.head]
+	r.head = (r.head + 1) % len(r.ids)
+	r.size--
+	return id
+}
+
+func (r *ackRing) reset() { r.head, r.size = 0, 0 }
+
+// recvQueue is the FIFO of delivered messages.
+type recvQueue struct {
+	items []engine.Message
+	head  int
+}
+
+func (q *recvQueue) len() int { return len(q.items) - q.head }
+
+func (q *recvQueue) push(m engine.Message) { q.items = append(q.items, m) }
+
+func (q *recvQueue) pop() (engine.Message, bool) {
+	if q.head == len(q.items) {
+		return engine.Message{}, false
+	}
+	m := q.items[q.head]
+	q.items[q.head] = engine.Message{}
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return m, true
+}

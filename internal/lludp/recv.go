@@ -1,0 +1,229 @@
+package lludp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var (
+	errNoCircuit = fmt.Errorf("%w: lludp: no circuit yet: only a reliable UseCircuitCode is accepted", engine.ErrRejected)
+	errRecvFull  = fmt.Errorf("%w: lludp: receive queue full", engine.ErrRejected)
+)
+
+// HandleDatagram processes one datagram received at now (notes §1, §3). It
+// returns:
+//   - engine.ErrClosed in StateClosed;
+//   - an error wrapping engine.ErrMalformed if b does not parse (see
+//     ParsePacket);
+//   - an error wrapping engine.ErrRejected on a server without a circuit
+//     for anything but a reliable UseCircuitCode with a full 36-byte body
+//     (the only message the viewer accepts off-circuit, notes §3.1), and
+//     when MaxRecvQueue messages wait for Recv and b carries a message;
+//   - engine.ErrPeerRestarted on a server with an open circuit and
+//     Config.RejectNewPeerSession for a UseCircuitCode carrying another
+//     Circuit;
+//   - nil otherwise.
+//
+// No error changes any state other than Stats.PacketsRejected, which
+// counts the malformed and rejected datagrams. An accepted datagram's
+// appended acks are applied and, when it is reliable, it is acknowledged,
+// duplicates included (notes §3.3). Its message is then consumed when it
+// is a transport message (PacketAck, StartPingCheck, CompletePingCheck,
+// UseCircuitCode, CloseCircuit, OpenCircuit, which is ignored) and
+// otherwise delivered through Recv, unless its sequence number had
+// arrived before (counted in Stats.Duplicates, notes §3.5). Any 32-bit
+// sequence number is accepted. The body is copied; b may be reused at
+// once.
+func (s *Session) HandleDatagram(now time.Time, b []byte) error {
+	if s.state == engine.StateClosed {
+		return engine.ErrClosed
+	}
+	if s.scratch == nil && len(b) > 0 && b[0]&FlagZerocoded != 0 {
+		s.scratch = make([]byte, 0, MaxDecoded)
+	}
+	p := &s.pkt
+	err := ParsePacket(b, p, s.scratch)
+	if err == nil {
+		err = s.handle(now, p, len(b))
+	}
+	p.Extra, p.Body = nil, nil // keep no reference to b
+	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
+		s.stats.PacketsRejected++
+	}
+	return err
+}
+
+// handle applies the circuit checks to a parsed datagram of n bytes and
+// processes it when they pass.
+func (s *Session) handle(now time.Time, p *Packet, n int) error {
+	reliable := p.Flags&FlagReliable != 0
+	var circuit Circuit
+	hello := false
+	if p.Message == UseCircuitCode {
+		circuit, hello = parseCircuit(p.Body)
+	}
+	server := !s.cfg.Client
+	restart := false
+	switch {
+	case server && !s.open:
+		if !hello || !reliable {
+			return errNoCircuit
+		}
+	case server && hello && circuit != s.peerCircuit:
+		if s.cfg.RejectNewPeerSession {
+			return engine.ErrPeerRestarted
+		}
+		restart = true
+	}
+	app := !transport(p.Message)
+	if app && s.recv.len() >= MaxRecvQueue {
+		return errRecvFull
+	}
+
+	s.now, s.lastRecv = now, now
+	s.stats.PacketsReceived++
+	s.stats.BytesReceived += uint64(n)
+	if restart {
+		s.adoptPeer()
+	}
+	for _, id := range p.Acks {
+		s.acked(now, id)
+	}
+	// Unreliable transport messages stay out of the duplicate window: some
+	// implementations send them all with sequence number 0 (notes §3.1),
+	// and processing them twice is harmless.
+	dup := false
+	if reliable || app || p.Message == UseCircuitCode {
+		dup = s.win.seen(p.Seq)
+	}
+	if reliable {
+		s.owe(now, p.Seq)
+	}
+	if dup {
+		s.stats.Duplicates++
+	}
+
+	switch p.Message {
+	case PacketAck:
+		body := p.Body
+		if len(body) > 0 {
+			k := min(int(body[0]), (len(body)-1)/4)
+			for i := range k {
+				s.acked(now, binary.LittleEndian.Uint32(body[1+4*i:]))
+			}
+		}
+	case StartPingCheck:
+		// Missing fields read as zero, as in the viewer (notes §2
+		// erratum 11); a missing OldestUnacked is not used.
+		var id uint8
+		if len(p.Body) > 0 {
+			id = p.Body[0]
+		}
+		if len(p.Body) >= 5 {
+			s.win.setFloor(binary.LittleEndian.Uint32(p.Body[1:5]))
+		}
+		if s.nPongs < maxPongs {
+			s.pongs[s.nPongs] = id
+			s.nPongs++
+		}
+	case CompletePingCheck:
+		if len(p.Body) > 0 {
+			s.pingAnswered(now, p.Body[0])
+		}
+	case CloseCircuit:
+		s.state = engine.StateClosed
+		if s.pending > 0 {
+			s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+		}
+	case UseCircuitCode:
+		if hello && server && !dup && (!s.open || restart) {
+			s.peerCircuit = circuit
+			s.circuitOpened(now)
+		}
+	case OpenCircuit:
+		// Blacklisted on UDP by the viewer: ignored (notes §1.6).
+	default:
+		if !dup {
+			data := make([]byte, len(p.Body))
+			copy(data, p.Body)
+			s.recv.push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
+		}
+	}
+	return nil
+}
+
+// owe queues an acknowledgement of seq (notes §3.3).
+func (s *Session) owe(now time.Time, seq uint32) {
+	if s.acks.len() == 0 {
+		s.ackSince = now
+	}
+	s.acks.push(seq)
+}
+
+// acked releases our reliable datagram id, if still unacknowledged.
+func (s *Session) acked(now time.Time, id uint32) {
+	m, ok := s.unacked[id]
+	if !ok {
+		return
+	}
+	delete(s.unacked, id)
+	s.resend.remove(m)
+	if m.hello {
+		s.circuitOpened(now)
+		return
+	}
+	s.pending--
+	s.release(m)
+}
+
+// circuitOpened marks the circuit open (notes §3.1).
+func (s *Session) circuitOpened(now time.Time) {
+	if s.open {
+		return
+	}
+	s.open, s.openedAt, s.pingAt = true, now, now
+	if s.state == engine.StateHandshake {
+		s.state = engine.StateEstablished
+	}
+}
+
+// adoptPeer resets the receive state for a restarted peer that opened a
+// new circuit: its sequence numbers start again, and what was owed to the
+// old peer is dropped. Our unacknowledged messages stay and are resent to
+// the new peer.
+func (s *Session) adoptPeer() {
+	s.stats.PeerRestarts++
+	s.win = window{}
+	s.acks.reset()
+	s.nPongs = 0
+	s.pingsOut = 0
+}
+
+// pingAnswered takes an RTT sample from a CompletePingCheck (notes §3.7):
+// the time since the last StartPingCheck plus one interval per ping sent
+// after the one answered, as the viewer counts it, fed to the averaged
+// ping: avg = max(sample, avg), then avg = 0.8·avg + 0.2·sample, clamped
+// to 100 ms..2 s (notes §3.4). The first sample replaces the initial 1 s
+// instead (as RFC 6298 and POROUS do), so the resend timeout reaches its
+// 1 s floor with the first ping rather than after minutes of pings. Answers to pings already answered, or never
+// sent, are ignored.
+func (s *Session) pingAnswered(now time.Time, id uint8) {
+	later := int(s.pingID - id)
+	if later >= s.pingsOut {
+		return
+	}
+	s.pingsOut = later
+	sample := time.Duration(later)*s.cfg.KeepAlive + now.Sub(s.pingAt)
+	if !s.pinged {
+		s.pinged = true
+		s.avgPing = max(pingMin, min(sample, pingMax))
+		return
+	}
+	avg := max(sample, s.avgPing)
+	avg = (4*avg + sample) / 5
+	s.avgPing = max(pingMin, min(avg, pingMax))
+}

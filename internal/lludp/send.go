@@ -1,0 +1,187 @@
+package lludp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// Poll applies the timers at now, then writes the next datagram due into
+// buf and returns its length, or 0 when nothing is due. Call it until it
+// returns 0. buf must hold at least Config.MaxDatagram bytes; with a
+// shorter buf nothing is written.
+//
+// Datagrams come in this order of priority: the client's UseCircuitCode
+// (reliable, notes §3.1); CompletePingCheck answers (§3.7); resends, the
+// stored datagram with FlagResent and the same sequence number, without
+// appended acks (§3.4); queued messages, in Send order once the circuit is
+// open; a StartPingCheck every Config.KeepAlive; PacketAck messages of up
+// to 251 IDs when the oldest owed ack has waited Config.AckDelay, 251 are
+// owed, or the session is closing (§3.3); CloseCircuit when closing.
+// Every datagram but a PacketAck or a resend carries as many owed acks as
+// fit: at most min(250, (1200 − length)/4) and within
+// Config.MaxDatagram. Transport messages are never zerocoded (their
+// template is Unencoded); application messages are zerocoded when that is
+// strictly shorter. Each datagram takes the next sequence number, modulo
+// 2^24 (§3.2).
+func (s *Session) Poll(now time.Time, buf []byte) int {
+	if s.state == engine.StateClosed {
+		return 0
+	}
+	s.now = now
+	if s.state == engine.StateClosing && !now.Before(s.closeAt.Add(s.cfg.Linger)) {
+		err := s.lingerError()
+		n := 0
+		if len(buf) >= s.cfg.MaxDatagram {
+			n = s.sent(len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil))))
+		}
+		s.fail(err)
+		return n
+	}
+	if at, ok, cause := s.endAt(); ok && !now.Before(at) {
+		s.fail(s.endError(cause))
+		return 0
+	}
+	if len(buf) < s.cfg.MaxDatagram {
+		return 0
+	}
+	return s.sent(s.transmit(now, buf))
+}
+
+// sent counts a datagram of n bytes (none when n is 0) and returns n.
+func (s *Session) sent(n int) int {
+	if n > 0 {
+		s.stats.PacketsSent++
+		s.stats.BytesSent += uint64(n)
+	}
+	return n
+}
+
+// transmit writes the next datagram due, if any.
+func (s *Session) transmit(now time.Time, buf []byte) int {
+	if m := s.hello; m != nil {
+		s.hello = nil
+		return len(s.sendReliable(now, buf, m, 0))
+	}
+	if s.nPongs > 0 {
+		id := s.pongs[0]
+		s.nPongs = copy(s.pongs[:], s.pongs[1:s.nPongs])
+		return len(s.appendAcks(s.build(buf, 0, CompletePingCheck, []byte{id})))
+	}
+	if m := s.resend.head; m != nil && !now.Before(m.sentAt.Add(s.rto())) {
+		s.resend.remove(m)
+		n := copy(buf, m.wire)
+		buf[0] |= FlagResent
+		m.resends++
+		m.sentAt = now
+		s.resend.pushBack(m)
+		s.stats.Retransmits++
+		return n
+	}
+	if s.open && s.queue.len() > 0 {
+		return s.sendQueued(now, buf)
+	}
+	if at, ok := s.pingDue(); ok && !now.Before(at) {
+		return s.sendPing(now, buf)
+	}
+	if at, ok := s.ackDue(); ok && !now.Before(at) {
+		return s.sendPacketAck(buf)
+	}
+	if at, ok := s.closeDue(); ok && !now.Before(at) {
+		n := len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil)))
+		if s.closeSent++; s.closeSent == closeCopies {
+			s.state = engine.StateClosed
+		}
+		s.closeNext = now.Add(s.avgPing)
+		return n
+	}
+	return 0
+}
+
+// build writes into buf a datagram with the next sequence number carrying
+// message number with body, and returns it without appended acks.
+func (s *Session) build(buf []byte, flags byte, number uint32, body []byte) []byte {
+	pk := Packet{Flags: flags, Seq: s.nextSeq, Message: number, Body: body}
+	s.nextSeq = (s.nextSeq + 1) & seqMask
+	return AppendPacket(buf[:0], &pk)
+}
+
+// sendQueued sends the oldest queued message.
+func (s *Session) sendQueued(now time.Time, buf []byte) int {
+	m := s.queue.front()
+	if _, taken := s.unacked[s.nextSeq]; taken && m.reliable {
+		// 2^24 datagrams went out while one stayed unacknowledged.
+		s.fail(fmt.Errorf("%w: lludp: sequence number %#x still unacknowledged after 2^24 datagrams", engine.ErrRetransmitLimit, s.nextSeq))
+		return 0
+	}
+	s.queue.pop()
+	s.stats.MessagesSent++
+	if m.reliable {
+		return len(s.appendAcks(s.sendReliable(now, buf, m, FlagZerocoded)))
+	}
+	b := s.appendAcks(s.build(buf, FlagZerocoded, m.number, m.body))
+	s.pending--
+	s.release(m)
+	return len(b)
+}
+
+// sendReliable builds m's first transmission, stores it for resending and
+// returns it without appended acks.
+func (s *Session) sendReliable(now time.Time, buf []byte, m *outMsg, flags byte) []byte {
+	m.seq = s.nextSeq
+	b := s.build(buf, flags|FlagReliable, m.number, m.body)
+	m.wire = append(m.wire[:0], b...)
+	m.sentAt = now
+	s.unacked[m.seq] = m
+	s.resend.pushBack(m)
+	return b
+}
+
+// appendAcks appends owed acks to the datagram b (notes §1.4, §3.3): the
+// oldest first, at most min(250, (1200 − len(b))/4), within
+// Config.MaxDatagram.
+func (s *Session) appendAcks(b []byte) []byte {
+	k := min(s.acks.len(), MaxAppendedAcks, (MTUBytes-len(b))/4, (s.cfg.MaxDatagram-len(b)-1)/4)
+	if k <= 0 {
+		return b
+	}
+	for range k {
+		b = binary.BigEndian.AppendUint32(b, s.acks.pop())
+	}
+	b[0] |= FlagAppendedAcks
+	return append(b, byte(k))
+}
+
+// sendPing sends a StartPingCheck (notes §3.7): the next PingID and
+// OldestUnacked, our oldest unacknowledged reliable sequence number, or
+// this datagram's own number when there is none (as the viewer).
+func (s *Session) sendPing(now time.Time, buf []byte) int {
+	oldest, age := s.nextSeq, uint32(0)
+	for seq := range s.unacked {
+		if a := (s.nextSeq - seq) & seqMask; a > age {
+			oldest, age = seq, a
+		}
+	}
+	s.pingID = s.nextPingID
+	s.nextPingID++
+	s.pingsOut = min(s.pingsOut+1, 0xFF)
+	s.pingAt = now
+	var body [5]byte
+	body[0] = s.pingID
+	binary.LittleEndian.PutUint32(body[1:], oldest)
+	return len(s.appendAcks(s.build(buf, 0, StartPingCheck, body[:])))
+}
+
+// sendPacketAck sends one PacketAck with the oldest owed acks (notes §1.6:
+// u8 count, then little-endian IDs).
+func (s *Session) sendPacketAck(buf []byte) int {
+	k := min(s.acks.len(), MaxPacketAckIDs, (s.cfg.MaxDatagram-HeaderLen-4-1)/4)
+	var body [1 + 4*MaxPacketAckIDs]byte
+	body[0] = byte(k)
+	for i := range k {
+		binary.LittleEndian.PutUint32(body[1+4*i:], s.acks.pop())
+	}
+	return len(s.build(buf, 0, PacketAck, body[:1+4*k]))
+}

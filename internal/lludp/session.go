@@ -1,0 +1,262 @@
+package lludp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var _ engine.Engine = (*Session)(nil)
+
+// Averaged ping bounds and start (notes §3.4, §6).
+const (
+	pingMin     = 100 * time.Millisecond
+	pingMax     = 2 * time.Second
+	pingInitial = time.Second
+	// rtoFactor: the resend timeout is 5 × the averaged ping.
+	rtoFactor = 5
+	// closeCopies is how many CloseCircuit messages a graceful close
+	// sends, one averaged ping apart (it is unreliable, notes §3.1).
+	closeCopies = 2
+)
+
+// Session is one end of one LLUDP circuit: a sans-I/O state machine
+// implementing engine.Engine. It is not safe for concurrent use.
+type Session struct {
+	cfg   Config
+	state engine.State
+	err   error
+
+	now, created, lastRecv time.Time
+
+	// Circuit (notes §3.1).
+	open        bool    // client: UseCircuitCode acknowledged; server: received
+	peerCircuit Circuit // server: the peer's UseCircuitCode
+	hello       *outMsg // client: UseCircuitCode until it is first sent
+	openedAt    time.Time
+
+	// Sending (notes §3.2, §3.4).
+	nextSeq uint32
+	queue   msgQueue
+	unacked map[uint32]*outMsg // by sequence number
+	resend  msgList
+	free    []*outMsg
+	pending int
+
+	// Acknowledgements owed (notes §3.3).
+	acks     ackRing
+	ackSince time.Time // when the oldest owed ack was queued
+
+	// Pings (notes §3.7).
+	pongs      [maxPongs]uint8
+	nPongs     int
+	pingID     uint8 // ID of the last StartPingCheck sent
+	nextPingID uint8
+	pingsOut   int // StartPingChecks sent and not answered, up to 255
+	pingAt     time.Time
+	avgPing    time.Duration
+	pinged     bool // avgPing holds a sample
+
+	// Receiving (notes §3.5).
+	win     window
+	recv    recvQueue
+	scratch []byte
+	pkt     Packet
+
+	// Closing.
+	closeAt   time.Time
+	closeSent int
+	closeNext time.Time
+
+	stats engine.Stats
+}
+
+// New returns a session created at now, in StateHandshake. A client's
+// UseCircuitCode is due at once. It fails if cfg holds an impossible value
+// (see Config).
+func New(now time.Time, cfg Config) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		cfg:      cfg,
+		now:      now,
+		created:  now,
+		lastRecv: now,
+		nextSeq:  cfg.InitialSeq,
+		unacked:  make(map[uint32]*outMsg),
+		avgPing:  pingInitial,
+	}
+	if cfg.Client {
+		s.hello = &outMsg{number: UseCircuitCode, reliable: true, hello: true, body: appendCircuit(nil, cfg.Circuit)}
+	}
+	return s, nil
+}
+
+// Circuit returns the circuit: on a server, the peer's UseCircuitCode body,
+// with ok false until one is accepted; on a client, Config.Circuit.
+func (s *Session) Circuit() (Circuit, bool) {
+	if s.cfg.Client {
+		return s.cfg.Circuit, true
+	}
+	return s.peerCircuit, s.open
+}
+
+// maxBuilt is the most bytes of a datagram before appended acks.
+func (s *Session) maxBuilt() int { return min(MTUBytes, s.cfg.MaxDatagram) }
+
+// Send queues a copy of p as message number opt.MessageNumber (notes
+// §1.2), sent reliably (acknowledged and resent, notes §3.3–3.4) or
+// unreliably as opt.Delivery says. An empty p is a message with no body.
+// Errors:
+//   - engine.ErrClosed after Close or once the session ended;
+//   - engine.ErrUnsupported for Passive delivery, a Channel other than 0,
+//     a number outside the template ranges (High 1..254, Medium 1..254,
+//     Low 1..65529, Fixed 0xFFFFFFFA..0xFFFFFFFF, see NumberLen) or a
+//     transport number (StartPingCheck, CompletePingCheck,
+//     UseCircuitCode, PacketAck, OpenCircuit, CloseCircuit);
+//   - engine.ErrMessageTooLarge for a body longer than
+//     Capabilities().MaxMessage (1190 bytes by default), whatever the
+//     number's length;
+//   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
+//
+// Messages go out in Send order, one per datagram, once the circuit is
+// open; they are zerocoded when that makes them strictly shorter.
+func (s *Session) Send(p []byte, opt engine.SendOptions) error {
+	switch {
+	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+		return engine.ErrClosed
+	case opt.Delivery == engine.Passive || opt.Channel != 0 || !sendable(opt.MessageNumber):
+		return engine.ErrUnsupported
+	case len(p) > s.maxMessage():
+		return engine.ErrMessageTooLarge
+	case s.pending >= s.cfg.MaxQueued:
+		return engine.ErrQueueFull
+	}
+	var m *outMsg
+	if n := len(s.free); n > 0 {
+		m, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		m = new(outMsg)
+	}
+	m.number, m.reliable, m.resends = opt.MessageNumber, opt.Delivery == engine.Reliable, 0
+	m.body = append(m.body[:0], p...)
+	s.queue.push(m)
+	s.pending++
+	return nil
+}
+
+// release returns m to the free list.
+func (s *Session) release(m *outMsg) {
+	if m.hello {
+		return
+	}
+	m.prev, m.next = nil, nil
+	s.free = append(s.free, m)
+}
+
+// Recv returns the next delivered message, in arrival order (LLUDP has no
+// ordering, notes §3.6). MessageNumber is the message's number; Reliable
+// is its RELIABLE flag.
+func (s *Session) Recv() (engine.Message, bool) {
+	m, ok := s.recv.pop()
+	if ok {
+		s.stats.MessagesRecv++
+	}
+	return m, ok
+}
+
+// Close begins a graceful close at now. A server without a circuit, or a
+// client that has neither sent its UseCircuitCode nor anything pending,
+// closes at once. Otherwise the session
+// enters StateClosing: Send is refused, queued and unacknowledged messages
+// are still sent and resent, the peer is still answered and owed acks go
+// out at once; when nothing is pending, CloseCircuit is sent twice, one
+// averaged ping apart (it is unreliable; there is no close handshake,
+// notes §3.1), and the session reaches StateClosed with Err nil. When
+// Config.Linger runs out first, one CloseCircuit goes out with the next
+// Poll and Err wraps engine.ErrLingerTimeout if messages are left.
+func (s *Session) Close(now time.Time) {
+	switch s.state {
+	case engine.StateHandshake:
+		if !s.cfg.Client || s.hello != nil && s.pending == 0 {
+			s.state = engine.StateClosed
+			return
+		}
+	case engine.StateEstablished:
+	default:
+		return
+	}
+	s.now = now
+	s.state = engine.StateClosing
+	s.closeAt, s.closeNext = now, now
+}
+
+// State returns the lifecycle state: StateHandshake until the circuit is
+// open (a client's UseCircuitCode acknowledged, or a server's received),
+// then StateEstablished.
+func (s *Session) State() engine.State { return s.state }
+
+// Err returns why the session ended: engine.ErrHandshakeTimeout,
+// engine.ErrIdleTimeout, an error wrapping engine.ErrRetransmitLimit
+// (for a client's UseCircuitCode, wrapping engine.ErrHandshakeTimeout
+// too), engine.ErrLingerTimeout, or engine.ErrPeerClosed when the peer
+// sent CloseCircuit with messages of ours pending. It is nil while open
+// and after a graceful close.
+func (s *Session) Err() error { return s.err }
+
+// Pending returns the number of messages accepted by Send that are queued,
+// or were sent reliably and are not yet acknowledged. The client's
+// UseCircuitCode is not counted.
+func (s *Session) Pending() int { return s.pending }
+
+// Stats returns a snapshot of the counters. SRTT is the viewer's averaged
+// ping (notes §3.4), RTO the current resend timeout, RTTVar is 0.
+// Retransmits counts resends; Duplicates counts datagrams whose message
+// had arrived before (acknowledged again, not delivered).
+func (s *Session) Stats() engine.Stats {
+	st := s.stats
+	st.SRTT, st.RTO = s.avgPing, s.rto()
+	return st
+}
+
+// maxMessage is the largest body Send accepts: what fits the message
+// budget with a 4-byte number.
+func (s *Session) maxMessage() int { return s.maxBuilt() - HeaderLen - 4 }
+
+// Capabilities reports unordered delivery on one channel with reliable
+// and unreliable messages. MaxMessage is the largest body, for every
+// message number: min(MTUBytes, Config.MaxDatagram) − 6 (header) − 4 (a
+// Low or Fixed number), 1190 bytes by default. (The viewer's budget would
+// leave a High number 3 bytes more and a Medium one 2; a single limit
+// keeps the engine contract simple.)
+func (s *Session) Capabilities() engine.Capabilities {
+	return engine.Capabilities{
+		MaxMessage: s.maxMessage(),
+		MaxQueued:  s.cfg.MaxQueued,
+		Channels:   1,
+		Unreliable: true,
+	}
+}
+
+// rto is the resend timeout: 5 × the averaged ping within
+// [Config.RTOMin, Config.RTOMax] (notes §3.4).
+func (s *Session) rto() time.Duration {
+	return max(s.cfg.RTOMin, min(rtoFactor*s.avgPing, s.cfg.RTOMax))
+}
+
+// fail ends the session with err.
+func (s *Session) fail(err error) {
+	s.state = engine.StateClosed
+	s.err = err
+}
+
+// lingerError is Err after Linger ran out with messages unacknowledged.
+func (s *Session) lingerError() error {
+	if s.pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
+}

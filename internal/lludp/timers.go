@@ -1,0 +1,117 @@
+package lludp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// Deadline returns when Poll must next be called: the earliest of the next
+// datagram due (see Poll), the next resend, ping, PacketAck or
+// CloseCircuit, and the handshake, idle, resend-limit and linger timers.
+// It is zero in StateClosed. A time not after the latest time passed in
+// means "now".
+func (s *Session) Deadline() time.Time {
+	if s.state == engine.StateClosed {
+		return time.Time{}
+	}
+	var d time.Time
+	earliest := func(t time.Time, ok bool) {
+		if ok && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	if s.state == engine.StateClosing {
+		earliest(s.closeAt.Add(s.cfg.Linger), true)
+	}
+	at, ok, _ := s.endAt()
+	earliest(at, ok)
+	earliest(s.now, s.hello != nil || s.nPongs > 0 || s.open && s.queue.len() > 0)
+	if m := s.resend.head; m != nil {
+		earliest(m.sentAt.Add(s.rto()), true)
+	}
+	earliest(s.pingDue())
+	earliest(s.ackDue())
+	earliest(s.closeDue())
+	return d
+}
+
+// pingDue returns when the next StartPingCheck is due: KeepAlive after the
+// last one, or after the circuit opened.
+func (s *Session) pingDue() (time.Time, bool) {
+	if !s.open || s.cfg.KeepAlive < 0 {
+		return time.Time{}, false
+	}
+	return s.pingAt.Add(s.cfg.KeepAlive), true
+}
+
+// ackDue returns when owed acks go out in a PacketAck: AckDelay after the
+// oldest was queued, or at once when a full PacketAck's worth is owed or
+// the session is closing.
+func (s *Session) ackDue() (time.Time, bool) {
+	switch {
+	case s.acks.len() == 0:
+		return time.Time{}, false
+	case s.acks.len() >= MaxPacketAckIDs || s.state == engine.StateClosing:
+		return s.now, true
+	}
+	return s.ackSince.Add(s.cfg.AckDelay), true
+}
+
+// closeDue returns when the next CloseCircuit of a graceful close is due:
+// once nothing is pending and no ack is owed.
+func (s *Session) closeDue() (time.Time, bool) {
+	if s.state != engine.StateClosing || s.pending > 0 || s.acks.len() > 0 || s.closeSent >= closeCopies {
+		return time.Time{}, false
+	}
+	return s.closeNext, true
+}
+
+// endCause is why a session fails by itself.
+type endCause uint8
+
+const (
+	endHandshake endCause = iota + 1
+	endIdle
+	endResend
+)
+
+// endAt returns the earliest time at which the session fails by itself and
+// why: the handshake timeout, the idle timeout, or the timeout after the
+// last allowed resend of the oldest transmission (notes §3.4). Linger is
+// handled by Poll.
+func (s *Session) endAt() (at time.Time, ok bool, cause endCause) {
+	consider := func(t time.Time, c endCause) {
+		if !ok || t.Before(at) {
+			at, ok, cause = t, true, c
+		}
+	}
+	if s.state == engine.StateHandshake && s.cfg.HandshakeTimeout > 0 {
+		consider(s.created.Add(s.cfg.HandshakeTimeout), endHandshake)
+	}
+	if s.cfg.IdleTimeout > 0 {
+		consider(s.lastRecv.Add(s.cfg.IdleTimeout), endIdle)
+	}
+	if m := s.resend.head; m != nil && s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit {
+		consider(m.sentAt.Add(s.rto()), endResend)
+	}
+	return at, ok, cause
+}
+
+// endError is Err for cause.
+func (s *Session) endError(cause endCause) error {
+	switch cause {
+	case endHandshake:
+		return engine.ErrHandshakeTimeout
+	case endIdle:
+		return engine.ErrIdleTimeout
+	}
+	m := s.resend.head
+	if m.hello {
+		return fmt.Errorf("lludp: UseCircuitCode unacknowledged after %d resends: %w: %w",
+			m.resends, engine.ErrHandshakeTimeout, engine.ErrRetransmitLimit)
+	}
+	return fmt.Errorf("%w: lludp: datagram %d unacknowledged after %d resends",
+		engine.ErrRetransmitLimit, m.seq, m.resends)
+}

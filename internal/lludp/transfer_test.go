@@ -1,0 +1,226 @@
+package lludp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// flow feeds numbered messages of random length and number into one
+// session and counts what the other side delivers.
+type flow struct {
+	tag       string
+	total     int
+	sent      int
+	rng       *rand.Rand
+	want, got map[string]int
+	received  int
+	numbers   map[string]uint32
+}
+
+func newFlow(tag string, total int, seed uint64) *flow {
+	return &flow{
+		tag:     tag,
+		total:   total,
+		rng:     rand.New(rand.NewPCG(seed, 3)),
+		want:    map[string]int{},
+		got:     map[string]int{},
+		numbers: map[string]uint32{},
+	}
+}
+
+var flowNumbers = []uint32{4, 12, 0xFF06, 0xFFF0, TestMessage, 0xFFFF0183, StreamMessage, 0xFFFFFFFA}
+
+// feed sends messages until the queue is full or all are sent.
+func (f *flow) feed(t testing.TB, s *Session) {
+	for f.sent < f.total {
+		m := fmt.Appendf(nil, "%s#%05d:", f.tag, f.sent)
+		m = append(m, randomBytes(f.rng, f.rng.IntN(s.Capabilities().MaxMessage-len(m)+1))...)
+		n := flowNumbers[f.sent%len(flowNumbers)]
+		err := s.Send(m, engine.SendOptions{MessageNumber: n})
+		if errors.Is(err, engine.ErrQueueFull) {
+			return
+		}
+		require.NoError(t, err)
+		f.want[string(m)]++
+		f.numbers[string(m)] = n
+		f.sent++
+	}
+}
+
+// collect takes every delivered message from s.
+func (f *flow) collect(t testing.TB, s *Session) {
+	for {
+		m, ok := s.Recv()
+		if !ok {
+			return
+		}
+		require.True(t, m.Reliable)
+		require.Equal(t, f.numbers[string(m.Data)], m.MessageNumber)
+		f.got[string(m.Data)]++
+		f.received++
+	}
+}
+
+func (f *flow) done() bool { return f.sent == f.total && f.received >= f.total }
+
+func TestLossyTransferExactlyOnce(t *testing.T) {
+	const total = 2000
+	cfg := Config{ResendLimit: -1}
+	p := newPair(t, cfg, cfg, 15*ms, 0.3, 2026)
+	ab, ba := newFlow("ab", total, 1), newFlow("ba", total, 2)
+	p.runUntil(1_000_000, func() bool {
+		ab.feed(t, p.a)
+		ba.feed(t, p.b)
+		ab.collect(t, p.b)
+		ba.collect(t, p.a)
+		return ab.done() && ba.done() && p.a.Pending() == 0 && p.b.Pending() == 0
+	})
+	require.Equal(t, ab.want, ab.got)
+	require.Equal(t, ba.want, ba.got)
+	for _, s := range []*Session{p.a, p.b} {
+		st := s.Stats()
+		require.Equal(t, engine.StateEstablished, s.State())
+		require.Equal(t, uint64(total), st.MessagesSent)
+		require.Equal(t, uint64(total), st.MessagesRecv)
+		require.NotZero(t, st.Retransmits)
+		require.NotZero(t, st.Duplicates)
+	}
+	t.Logf("virtual time %v, a: %+v", p.now.Sub(t0), p.a.Stats())
+}
+
+func TestUnreliableAtMostOnce(t *testing.T) {
+	p := newPair(t, Config{}, Config{}, 10*ms, 0.3, 7)
+	p.runUntil(1000, func() bool { return p.a.State() == engine.StateEstablished })
+	resends := p.a.Stats().Retransmits
+	got := map[string]int{}
+	for i := range 500 {
+		require.NoError(t, p.a.Send(fmt.Appendf(nil, "u%d", i), unrel))
+		p.advance(p.now.Add(ms))
+		for {
+			m, ok := p.b.Recv()
+			if !ok {
+				break
+			}
+			require.False(t, m.Reliable)
+			got[string(m.Data)]++
+		}
+	}
+	for k, n := range got {
+		require.Equal(t, 1, n, k)
+	}
+	require.Less(t, len(got), 450, "about 30 % lost, never resent")
+	require.Zero(t, p.a.Pending())
+	require.Equal(t, resends, p.a.Stats().Retransmits)
+}
+
+// establish returns a client and a server with an open circuit, and the
+// exchange function that moves datagrams between them at *now.
+func establish(tb testing.TB, now *time.Time) (c, s *Session, exchange func(from, to *Session)) {
+	c = newSession(tb, *now, Config{Client: true, Circuit: testCircuit})
+	s = newSession(tb, *now, Config{Accept: true})
+	buf := make([]byte, DefaultMaxDatagram)
+	exchange = func(from, to *Session) {
+		for {
+			n := from.Poll(*now, buf)
+			if n == 0 {
+				return
+			}
+			if err := to.HandleDatagram(*now, buf[:n]); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	for c.State() != engine.StateEstablished {
+		*now = now.Add(100 * time.Millisecond)
+		exchange(c, s)
+		exchange(s, c)
+	}
+	return c, s, exchange
+}
+
+func BenchmarkSessionTransfer(b *testing.B) {
+	msg := bytes.Repeat([]byte{'x'}, 1000)
+	now := t0
+	tx, rx, exchange := establish(b, &now)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for tx.Send(msg, rel) != nil {
+			now = now.Add(time.Millisecond)
+			exchange(tx, rx)
+			exchange(rx, tx)
+			for {
+				if _, ok := rx.Recv(); !ok {
+					break
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkParsePacket(b *testing.B) {
+	v := loadVectors(b)
+	wire := unhex(b, v.Packets[4].Hex) // P5 ObjectUpdate, zerocoded
+	var p Packet
+	p.Acks = make([]uint32, 0, 255)
+	scratch := make([]byte, 0, MaxDecoded)
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ParsePacket(wire, &p, scratch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendPacket(b *testing.B) {
+	v := loadVectors(b)
+	var p Packet
+	require.NoError(b, ParsePacket(unhex(b, v.Packets[4].Hex), &p, nil))
+	p.Body = append([]byte(nil), p.Body...)
+	p.Acks = []uint32{1, 2, 3}
+	buf := make([]byte, 0, DefaultMaxDatagram)
+	b.SetBytes(int64(len(p.Body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendPacket(buf[:0], &p)
+	}
+}
+
+// objectUpdate returns the zero-decoded region of vector P5, a captured
+// ObjectUpdate.
+func objectUpdate(b *testing.B) []byte {
+	var p Packet
+	require.NoError(b, ParsePacket(unhex(b, loadVectors(b).Packets[4].Hex), &p, nil))
+	return append([]byte{byte(p.Message)}, p.Body...)
+}
+
+func BenchmarkZeroEncode(b *testing.B) {
+	src := objectUpdate(b)
+	buf := make([]byte, 0, 2*len(src))
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = ZeroEncode(buf[:0], src)
+	}
+}
+
+func BenchmarkZeroDecode(b *testing.B) {
+	src := ZeroEncode(nil, objectUpdate(b))
+	buf := make([]byte, 0, MaxDecoded)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = ZeroDecode(buf[:0], src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

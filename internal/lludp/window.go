@@ -1,0 +1,106 @@
+package lludp
+
+const (
+	// seqMask keeps the 24 bits sequence numbers are compared on.
+	seqMask = SeqWrap - 1
+	// halfSpace is half the 24-bit space: a number less than this far
+	// ahead of another is after it (serial arithmetic, notes §3.2).
+	halfSpace = SeqWrap / 2
+	// windowBits is how many sequence numbers behind the newest the
+	// duplicate window remembers individually (8 KiB per session).
+	windowBits = 1 << 16
+)
+
+// window remembers which peer sequence numbers arrived (notes §3.5). Numbers
+// are compared on their low 24 bits with serial arithmetic, so the viewer's
+// wrap from 0xFFFFFF to 0 and the 32-bit counters of OpenSim and
+// LibreMetaverse both work.
+//
+// A bitmap covers the windowBits numbers up to the newest one seen. Older
+// numbers are judged by the floor, the peer's latest OldestUnacked: every
+// reliable number before it has been acknowledged by this end, so it is a
+// duplicate. An older number not before the floor is taken as new: at that
+// bound a duplicate can be delivered twice, which needs an
+// acknowledgement lost for more than 65,536 peer datagrams in a row.
+// Numbers inside the bitmap are judged by the bitmap alone, so a wrong
+// OldestUnacked (the viewer's is not wrap-aware) cannot make this end drop
+// a message it has not seen.
+type window struct {
+	bits     [windowBits / 64]uint64
+	hi       uint32 // newest number seen, 24 bits
+	have     bool   // hi is set
+	floor    uint32 // peer's OldestUnacked, 24 bits
+	hasFloor bool
+}
+
+// seen records seq and reports whether it had been recorded before (or is
+// known received from the floor).
+func (w *window) seen(seq uint32) bool {
+	s := seq & seqMask
+	if !w.have {
+		w.have, w.hi = true, s
+		w.bits[s/64%uint32(len(w.bits))] |= 1 << (s % 64)
+		return false
+	}
+	if ahead := (s - w.hi) & seqMask; ahead != 0 && ahead < halfSpace {
+		w.advance(ahead)
+		w.hi = s
+		w.bits[s/64%uint32(len(w.bits))] |= 1 << (s % 64)
+		return false
+	}
+	age := (w.hi - s) & seqMask
+	if age < windowBits {
+		i, bit := s/64%uint32(len(w.bits)), uint64(1)<<(s%64)
+		dup := w.bits[i]&bit != 0
+		w.bits[i] |= bit
+		return dup
+	}
+	f, ok := w.floorAge()
+	return ok && int32(age) > f
+}
+
+// advance clears the bits of the d numbers after hi.
+func (w *window) advance(d uint32) {
+	if d >= windowBits {
+		clear(w.bits[:])
+		return
+	}
+	for i := uint32(1); i <= d; i++ {
+		s := (w.hi + i) & seqMask
+		w.bits[s/64%uint32(len(w.bits))] &^= 1 << (s % 64)
+	}
+}
+
+// floorAge returns how far the floor lies behind hi (−1 when it is hi+1),
+// and false when there is no usable floor: none was set, or hi has moved
+// so far (a quarter of the space) that the floor is stale.
+func (w *window) floorAge() (int32, bool) {
+	if !w.hasFloor {
+		return 0, false
+	}
+	f := signed24(w.hi - w.floor)
+	return f, f >= -1 && f < halfSpace/2
+}
+
+// setFloor takes the peer's OldestUnacked (notes §3.7). The floor never
+// moves backwards and never beyond hi+1 (the peer cannot have had a number
+// acknowledged that never arrived here).
+func (w *window) setFloor(oldest uint32) {
+	if !w.have {
+		return
+	}
+	age := signed24(w.hi - oldest)
+	switch {
+	case age < -1:
+		age = -1
+	case age >= halfSpace/2:
+		return
+	}
+	if cur, ok := w.floorAge(); ok && cur <= age {
+		return
+	}
+	w.floor, w.hasFloor = (w.hi-uint32(age))&seqMask, true
+}
+
+// signed24 sign-extends the low 24 bits of x.
+func signed24(x uint32) int32 { return int32(x<<8) >> 8 }
