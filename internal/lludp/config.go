@@ -107,6 +107,17 @@ type Config struct {
 	// DefaultRTOMax (10 s). The averaged ping starts at 1 s, so the first
 	// timeout is 5 s clamped to these bounds.
 	RTOMin, RTOMax time.Duration
+	// AckRTT, when true, takes RTT samples from the acks of datagrams sent
+	// once (Karn's rule) and sets the resend timeout to the RFC 6298 RTO,
+	// SRTT + 4·RTTVAR within [RTOMin, RTOMax], in place of 5 × the
+	// averaged ping. A datagram resent a second time doubles it (RFC 6298
+	// §5.5), at most once per timeout period; the next ack of a fresh
+	// datagram takes the doubling back.
+	// Only the timing of resends changes, nothing on the wire. The viewer
+	// does not do this; it suits peers that both run this package and
+	// need loss recovery at the pace of the path, as rudp's streams do
+	// (with an RTOMin of a few milliseconds).
+	AckRTT bool
 	// KeepAlive is the StartPingCheck interval once the circuit is open;
 	// default DefaultKeepAlive (5 s, without the viewer's ±5 %
 	// randomisation). Negative disables pings, and with them RTT

@@ -172,6 +172,9 @@ func (s *Session) acked(now time.Time, id uint32) {
 	}
 	delete(s.unacked, id)
 	s.resend.remove(m)
+	if s.rtt != nil && m.resends == 0 { // Karn: only datagrams sent once
+		s.rtt.Sample(now.Sub(m.sentAt))
+	}
 	if m.hello {
 		s.circuitOpened(now)
 		return

@@ -74,6 +74,13 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		s.resend.remove(m)
 		n := copy(buf, m.wire)
 		buf[0] |= FlagResent
+		if s.rtt != nil && m.resends > 0 && !now.Before(s.backoffAt.Add(s.rtt.RTO())) {
+			// Resent before: the timeout is too short or the path is down.
+			// One doubling per timeout period, however many datagrams
+			// time out in it.
+			s.rtt.Backoff()
+			s.backoffAt = now
+		}
 		m.resends++
 		m.sentAt = now
 		s.resend.pushBack(m)

@@ -14,6 +14,9 @@ const (
 	pingMin     = 100 * time.Millisecond
 	pingMax     = 2 * time.Second
 	pingInitial = time.Second
+	// ackRTTInitial is the resend timeout with Config.AckRTT before the
+	// first sample: RFC 6298 §2.1's 1 s.
+	ackRTTInitial = time.Second
 	// rtoFactor: the resend timeout is 5 × the averaged ping.
 	rtoFactor = 5
 	// closeCopies is how many CloseCircuit messages a graceful close
@@ -56,7 +59,9 @@ type Session struct {
 	pingsOut   int // StartPingChecks sent and not answered, up to 255
 	pingAt     time.Time
 	avgPing    time.Duration
-	pinged     bool // avgPing holds a sample
+	pinged     bool        // avgPing holds a sample
+	rtt        *engine.RTT // Config.AckRTT: the RFC 6298 estimator
+	backoffAt  time.Time   // when rtt was last backed off
 
 	// Receiving (notes §3.5).
 	win     window
@@ -88,6 +93,9 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		nextSeq:  cfg.InitialSeq,
 		unacked:  make(map[uint32]*outMsg),
 		avgPing:  pingInitial,
+	}
+	if cfg.AckRTT {
+		s.rtt = engine.NewRTT(ackRTTInitial, cfg.RTOMin, cfg.RTOMax)
 	}
 	if cfg.Client {
 		s.hello = &outMsg{number: UseCircuitCode, reliable: true, hello: true, body: appendCircuit(nil, cfg.Circuit)}
@@ -219,6 +227,9 @@ func (s *Session) Pending() int { return s.pending }
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTO = s.avgPing, s.rto()
+	if s.rtt != nil && s.rtt.Sampled() {
+		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
+	}
 	return st
 }
 
@@ -242,8 +253,12 @@ func (s *Session) Capabilities() engine.Capabilities {
 }
 
 // rto is the resend timeout: 5 × the averaged ping within
-// [Config.RTOMin, Config.RTOMax] (notes §3.4).
+// [Config.RTOMin, Config.RTOMax] (notes §3.4), or the RFC 6298 RTO with
+// Config.AckRTT.
 func (s *Session) rto() time.Duration {
+	if s.rtt != nil {
+		return s.rtt.RTO()
+	}
 	return max(s.cfg.RTOMin, min(rtoFactor*s.avgPing, s.cfg.RTOMax))
 }
 

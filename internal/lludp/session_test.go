@@ -617,3 +617,33 @@ func TestRecvQueueBound(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1<<20 + 1, Message: 5})))
 }
+
+// TestAckRTT: with Config.AckRTT the resend timeout follows RFC 6298 from
+// the acks of datagrams sent once: 20 ms each way plus a 2 ms ack delay
+// give an SRTT of 42 ms and an RTO of 42 + 4·21 = 126 ms; a lost datagram
+// is resent after that RTO, and resent again after double it.
+func TestAckRTT(t *testing.T) {
+	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms, ResendLimit: -1}
+	p := newPair(t, cfg, Config{AckDelay: 2 * ms}, 20*ms, 0, 1)
+	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
+	st := p.a.Stats()
+	require.Equal(t, 42*ms, st.SRTT, "the UseCircuitCode round trip: 20 + 2 + 20 ms")
+	require.Equal(t, 21*ms, st.RTTVar)
+	require.Equal(t, 126*ms, st.RTO)
+
+	p.ab.cut = true
+	require.NoError(t, p.a.Send([]byte("x"), rel))
+	sent := p.now
+	p.advance(sent.Add(time.Millisecond))
+	p.ab.log = nil
+	p.advance(sent.Add(126*ms + 252*ms + time.Millisecond))
+	require.Len(t, p.ab.log, 2, "resent after 126 ms, then after 252 ms")
+	require.Equal(t, 252*ms, p.a.Stats().RTO, "doubled by the second resend")
+
+	p.ab.cut = false
+	p.advance(p.now.Add(time.Second))
+	require.Zero(t, p.a.Pending())
+	require.NoError(t, p.a.Send([]byte("y"), rel))
+	p.advance(p.now.Add(time.Second))
+	require.Equal(t, 105*ms, p.a.Stats().RTO, "the ack of a fresh datagram takes the doubling back: 42 + 4·15.75 ms")
+}
