@@ -1,0 +1,172 @@
+package porous
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// Priority is a channel's local send priority (paper §3.1, notes §3.3):
+// messages of High channels are put in frames before those of Low
+// channels. It is never sent on the wire (notes §2 row 16).
+type Priority uint8
+
+// Priorities.
+const (
+	High Priority = iota
+	Low
+)
+
+// Defaults applied by New to zero Config fields, and fixed timers.
+const (
+	// DefaultMaxPacket is the default largest packet, in bytes: 1 MiB.
+	DefaultMaxPacket = 1 << 20
+	// DefaultMaxQueued is the default bound on pending messages.
+	DefaultMaxQueued = 1024
+	// DefaultMaxQueuedBytes is the default bound on the bytes of pending
+	// messages: 4 MiB.
+	DefaultMaxQueuedBytes = 4 << 20
+	// DefaultKeepAlive is the ping interval of the reference (notes §3.7).
+	DefaultKeepAlive = time.Second
+	// DefaultIdleTimeout is the reference's watchdog (notes §3.7).
+	DefaultIdleTimeout = 20 * time.Second
+	// DefaultLinger is the default longest time spent in StateClosing.
+	DefaultLinger = 5 * time.Second
+	// ConnectInterval is how often an unacknowledged Connect is sent
+	// (notes §3.2).
+	ConnectInterval = 500 * time.Millisecond
+	// DisconnectInterval is how often an unacknowledged Disconnect is sent
+	// (notes §3.8).
+	DisconnectInterval = 500 * time.Millisecond
+	// MinTimeWait is the shortest time a session that answered the peer's
+	// Disconnect keeps answering repeats of it before StateClosed; it is
+	// two RTOs when that is longer.
+	MinTimeWait = time.Second
+	// NoBandwidthLimit is the default of MaxRxBandwidth and
+	// MaxTxBandwidth: no limit.
+	NoBandwidthLimit = math.MaxUint32
+)
+
+// Config configures a Session. The zero value is usable: every zero field
+// takes the default documented on it.
+type Config struct {
+	// Nonce is this end's random 32-bit ID for the handshake (notes §3.2).
+	// It also starts the peer's frame numbering. 0 means draw one from
+	// Rand.
+	Nonce uint32
+	// Rand is the source of the nonce; nil means crypto/rand. It is read
+	// only by New, and only when Nonce is 0.
+	Rand io.Reader
+	// Channels is the number of channels, 1..256 (default 1). It must
+	// equal the peer's: a Connect with another count ends the session
+	// with an error wrapping engine.ErrIncompatible (notes §3.2).
+	Channels int
+	// Priorities gives each channel's local send priority; at most
+	// Channels entries, missing ones are High.
+	Priorities []Priority
+	// MaxPacket is the largest message Send accepts and the largest packet
+	// reassembled, in bytes (default 1 MiB, at most MaxPacketLimit).
+	// Incoming packets announcing more fragments than that are "duds":
+	// consumed without delivery (notes §3.6).
+	MaxPacket int
+	// MaxQueued bounds Pending: Send returns engine.ErrQueueFull when
+	// MaxQueued messages are pending (default 1024).
+	MaxQueued int
+	// MaxQueuedBytes bounds the bytes of pending messages: Send returns
+	// engine.ErrQueueFull when the message would take them above it
+	// (default 4 MiB). A message is always admitted when nothing is
+	// pending.
+	MaxQueuedBytes int
+	// MaxRxBandwidth is the receive rate advertised in Connect, in
+	// bytes/s (default NoBandwidthLimit). The peer limits its sending to
+	// it (notes §2 row 5).
+	MaxRxBandwidth uint32
+	// MaxTxBandwidth is this end's send rate limit in bytes/s (default
+	// NoBandwidthLimit). The effective limit is the smaller of it and the
+	// peer's advertised MaxRxBandwidth; it caps the congestion window at
+	// RTT × limit (notes §3.3).
+	MaxTxBandwidth uint32
+	// Accept marks a session created for a datagram from an unknown
+	// address: until a compatible Connect is accepted, every other
+	// datagram makes HandleDatagram return an error wrapping
+	// engine.ErrRejected without changing any state, and the session sends
+	// nothing.
+	Accept bool
+	// KeepAlive is the ping interval while connected (default 1 s, the
+	// reference's; notes §3.7). Pings measure the RTT and keep the peer's
+	// watchdog quiet.
+	KeepAlive time.Duration
+	// IdleTimeout is the watchdog (default 20 s, the reference's; negative
+	// disables it). It is reset by every datagram from the peer that
+	// decodes, which is more lenient than the reference's PingAck-only
+	// reset (notes §2 row 9). When it runs out the session ends with
+	// engine.ErrIdleTimeout, or engine.ErrHandshakeTimeout while the
+	// handshake is incomplete.
+	IdleTimeout time.Duration
+	// HandshakeTimeout, when positive, ends the session with
+	// engine.ErrHandshakeTimeout if it is not connected HandshakeTimeout
+	// after New. 0 means never (the IdleTimeout watchdog still applies).
+	HandshakeTimeout time.Duration
+	// Linger is the longest time spent in StateClosing (default 5 s). When
+	// it runs out with messages unconfirmed, Err wraps
+	// engine.ErrLingerTimeout.
+	Linger time.Duration
+	// RejectNewPeerSession: while connected, a Connect carrying a nonce
+	// other than the peer's makes HandleDatagram return
+	// engine.ErrPeerRestarted without changing any state, so that the
+	// caller can start a fresh association. When false the Connect is
+	// acknowledged as the reference does (notes §3.2) and counted in
+	// Stats.PeerRestarts. A repeat of the peer's own Connect is always
+	// just acknowledged again.
+	RejectNewPeerSession bool
+}
+
+var errConfig = errors.New("porous: invalid config")
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.Channels = cmp.Or(c.Channels, 1)
+	c.MaxPacket = cmp.Or(c.MaxPacket, DefaultMaxPacket)
+	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
+	c.MaxQueuedBytes = cmp.Or(c.MaxQueuedBytes, DefaultMaxQueuedBytes)
+	c.MaxRxBandwidth = cmp.Or(c.MaxRxBandwidth, NoBandwidthLimit)
+	c.MaxTxBandwidth = cmp.Or(c.MaxTxBandwidth, NoBandwidthLimit)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	switch {
+	case c.Channels < 1 || c.Channels > MaxChannels:
+		return c, fmt.Errorf("%w: Channels %d not in 1..%d", errConfig, c.Channels, MaxChannels)
+	case len(c.Priorities) > c.Channels:
+		return c, fmt.Errorf("%w: %d Priorities for %d channels", errConfig, len(c.Priorities), c.Channels)
+	case c.MaxPacket < 0 || c.MaxPacket > MaxPacketLimit:
+		return c, fmt.Errorf("%w: MaxPacket %d not in 1..%d", errConfig, c.MaxPacket, MaxPacketLimit)
+	case c.MaxQueued < 0 || c.MaxQueuedBytes < 0:
+		return c, fmt.Errorf("%w: MaxQueued %d, MaxQueuedBytes %d", errConfig, c.MaxQueued, c.MaxQueuedBytes)
+	case c.KeepAlive < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
+		return c, fmt.Errorf("%w: negative timer", errConfig)
+	}
+	for i, p := range c.Priorities {
+		if p > Low {
+			return c, fmt.Errorf("%w: Priorities[%d] = %d", errConfig, i, p)
+		}
+	}
+	if c.Nonce == 0 {
+		r := c.Rand
+		if r == nil {
+			r = rand.Reader
+		}
+		var b [4]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return c, fmt.Errorf("porous: drawing a nonce: %w", err)
+		}
+		c.Nonce = binary.BigEndian.Uint32(b[:])
+	}
+	return c, nil
+}

@@ -1,0 +1,116 @@
+// Package porous implements POROUS (paper Rev 0.2), wire-compatible with
+// lowquark/uflow at commit dde0da6 (crate udp-lib-2): ordered delivery of
+// optionally-reliable packets on up to 256 channels over UDP, with
+// congestion control.
+//
+// Frame, Message, Decode and Frame.AppendTo are the wire format (notes
+// §1): eight frame types, three message types, big-endian, one frame per
+// datagram of at most 1472 bytes, parsed as strictly as the reference.
+// Session is one peer, a sans-I/O engine.Engine that follows the
+// reference: the peer states and the symmetric 4-way handshake with
+// nonces (paper §2.2–2.5, Figures 1–3; notes §3.1, §3.2, §3.8), the
+// transfer layer with its windows, resends, sentinel frames and AIMD
+// congestion window (paper §3.1, Figures 5–7; notes §3.3, §3.4), and the
+// sequencing layer with per-channel packet numbers, fragmentation,
+// dependencies, Sentinels and WindowAcks (paper §3.2, Figures 8–11; notes
+// §3.5, §3.6). Driven like the reference it emits the reference's frames
+// byte for byte (testdata/porous.json, both sides of both captures).
+//
+// # Deviations and choices
+//
+// Nothing below changes the bytes on the wire; where the reference or the
+// paper leaves room, or has a bug, this is what Session does (notes §5).
+//
+//   - Flow of a flush: as the reference, control frames in the order they
+//     were queued, then DataAcks, then Data frames; but Poll hands out one
+//     frame at a time, so a flush is "Poll until 0". Every Data frame
+//     accepted is acknowledged at the next Poll.
+//   - DataAck: each frame_seq at most once per DataAck (sorted, at most
+//     367 per frame), which keeps a reference sender clear of its
+//     flight-size wrap (notes §4 bug 1). Received DataAcks may repeat IDs;
+//     each frame counts once.
+//   - Data before Connected: never sent; messages queued by Send during the
+//     handshake wait.
+//   - RTT: samples from Ping/PingAck as in the reference (first sample
+//     replaces the initial 200/100 ms), and also from DataAcks of frames
+//     sent once (Karn's rule), smoothed by engine.RTT. The RTO is srtt +
+//     max(4·rttvar, srtt/2, 1 ms), within [MinRTO, MaxRTO] = [10 ms, 3 s];
+//     the reference uses srtt + max(step time, 4·rttvar) with no bounds,
+//     its step time (about 15 ms) giving headroom that srtt/2 stands in
+//     for: without it a queue building at a bottleneck, or the frames of
+//     one burst serialised behind each other, read as losses. The RTO
+//     doubles when the congestion window is reset (losses for 8 RTTs
+//     without an acknowledgement: the path may be gone) and any
+//     acknowledgement restores it; the reference never backs off.
+//   - Congestion window (notes §3.3): initial 1472 bytes, ssthresh 1 GiB;
+//     reset after losses for 8·RTT without an acknowledgement (ssthresh =
+//     max(cwnd/2, 2944), cwnd = 1472). Back-off follows the paper's order
+//     (eq. 11–12: cwnd = max(cwnd/2, 1472), then ssthresh = max(cwnd,
+//     2944)), not the reference's (ssthresh = the window before halving),
+//     which slow-starts straight back to the window that overflowed the
+//     bottleneck and keeps a tail-drop queue overflowing (notes §2 row 11
+//     leaves this local). It happens at most once per RTT and only for a
+//     frame sent after the previous back-off (frames already in flight
+//     then belong to the same congestion event). Slow start grows by the
+//     bytes acknowledged (the paper's one MTU per acknowledged frame,
+//     counted in bytes) rather than one MTU per DataAck; congestion
+//     avoidance grows one MTU per window acknowledged; the window only
+//     grows when at least half of it was in flight. Its cap, RTT × send
+//     rate limit, uses an RTT of at least 1 ms (the reference's
+//     whole-millisecond rounding pins it to one frame below 0.5 ms, notes
+//     §4 bug 7), so with no rate limit the cap is at least ≈ 4 MiB; at
+//     most 1 GiB. A frame is created only when the next message fits the
+//     free window (the whole frame when nothing is in flight); a lost
+//     frame is resent before any new frame once it fits the window.
+//     Losses are counted once per timeout (notes §4 bug 3 avoided). Loss
+//     is detected by timeout only, as in the reference, so goodput on
+//     links with heavy random loss is low.
+//   - Watchdog: Config.IdleTimeout (default 20 s) is reset by every
+//     datagram from the peer that decodes, not only by PingAck (notes §2
+//     row 9), and applies to the handshake too (ErrHandshakeTimeout).
+//   - Disconnect: Close waits, bounded by Config.Linger (default 5 s), for
+//     everything queued to be sent and acknowledged, then sends
+//     Disconnect every 500 ms until DisconnectAck (notes §3.8). When
+//     Linger runs out first, one Disconnect is sent and the session ends
+//     with engine.ErrLingerTimeout if messages were unconfirmed. After
+//     answering the peer's Disconnect the session keeps answering its
+//     repeats for max(2·RTO, 1 s) (the reference: 20 s in Disconnected),
+//     then ends: Err is nil if nothing of ours was pending, else it wraps
+//     engine.ErrPeerClosed (always so during the handshake).
+//   - Handshake failures: an incompatible Connect (version, channel count)
+//     ends the session with engine.ErrIncompatible and nothing sent; a
+//     ConnectAck for another nonce ends it with engine.ErrRejected; both
+//     are the reference's "Disconnected" (notes §3.2), here StateClosed at
+//     once.
+//   - Peer creation (Config.Accept): only a compatible Connect creates a
+//     session (the reference accepts any frame that parses; notes §5).
+//   - Restarted peer: while connected, a Connect with a new nonce is
+//     acknowledged as the reference does (Stats.PeerRestarts counts it),
+//     or, with Config.RejectNewPeerSession, refused with
+//     engine.ErrPeerRestarted so that the caller can start afresh.
+//   - Receiving: Data frames are accepted as the reference does (window
+//     [i_b − 32768, i_b + 32768)). A frame is dropped unacknowledged, so
+//     that the peer resends it later, when 65536 IDs already wait for a
+//     DataAck or when its fragments would take the reassembly memory
+//     above max(16 MiB, 4·MaxPacket) (64 bytes are charged per queued
+//     packet, the whole packet size on its first fragment); fragments of
+//     the packet at the front of a channel's queue are always admitted,
+//     so delivery never deadlocks.
+//   - Delivery: the notes' §3.6 walk, which goes on after consuming a
+//     sentinel or dud entry (notes §4 bug 2). Delivered messages wait in
+//     Recv's queue, which the caller drains. engine.Message.Reliable is
+//     false: the send mode is not on the wire.
+//   - Pending: a Reliable or Passive packet is pending until every frame
+//     carrying its fragments is acknowledged, an Unreliable one until all
+//     its fragments are sent. Send refuses more than Config.MaxQueued
+//     pending packets or Config.MaxQueuedBytes pending bytes (one packet
+//     is always admitted when nothing is pending).
+//   - Bounds: 64 queued control frames (more are dropped; each is repeated
+//     by its timer or by the peer), 8 outstanding pings, the transfer
+//     queue by the 32768-frame window, each channel's send queue by
+//     Pending's bounds and its receive queue by the 65536-packet window
+//     and the reassembly budget.
+//   - Priorities: Config.Priorities, local only (notes §2 row 16).
+//   - Datagram size: never above 1472 bytes; a longer incoming datagram is
+//     malformed (the reference truncates it and fails to parse it).
+package porous

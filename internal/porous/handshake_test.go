@@ -1,0 +1,358 @@
+package porous
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// Frames in hex, for one channel and no bandwidth limit.
+func connectHex(nonce uint32) string { return fmt.Sprintf("000000ffffffff%08x", nonce) }
+func ackHex(nonce uint32) string     { return fmt.Sprintf("01%08x", nonce) }
+
+const (
+	disconnectHex    = "02"
+	disconnectAckHex = "03"
+)
+
+func pingHex(id uint16) string    { return fmt.Sprintf("04%04x", id) }
+func pingAckHex(id uint16) string { return fmt.Sprintf("05%04x", id) }
+
+// dataHex is a Data frame holding one single-fragment packet.
+func dataHex(seq uint32, ch uint8, pkt uint32, lead uint16, payload string) string {
+	return fmt.Sprintf("06%08x0001"+"00%02x%06x%04x00000000%04x%x", seq, ch, pkt, lead, len(payload), payload)
+}
+
+func dataAckHex(seqs ...uint32) string {
+	s := fmt.Sprintf("07%04x", len(seqs))
+	for _, q := range seqs {
+		s += fmt.Sprintf("%08x", q)
+	}
+	return s
+}
+
+func at(ms int) time.Time { return epoch.Add(time.Duration(ms) * time.Millisecond) }
+
+// connected returns two sessions after a simultaneous open at 0–1 ms and
+// their pings, answered at 3 ms, with nothing left to send.
+func connected(t *testing.T, cfgA, cfgB Config) (a, b *Session) {
+	t.Helper()
+	cfgA.Nonce, cfgB.Nonce = nonceA, nonceB
+	a, b = newSession(t, epoch, cfgA), newSession(t, epoch, cfgB)
+	fa, fb := pollHex(t, a, at(0)), pollHex(t, b, at(0))
+	feedHex(t, a, at(0), fb...)
+	feedHex(t, b, at(0), fa...)
+	fa, fb = pollHex(t, a, at(0)), pollHex(t, b, at(0))
+	feedHex(t, a, at(1), fb...)
+	feedHex(t, b, at(1), fa...)
+	fa, fb = pollHex(t, a, at(1)), pollHex(t, b, at(1))
+	feedHex(t, a, at(1), fb...)
+	feedHex(t, b, at(1), fa...)
+	require.Equal(t, engine.StateEstablished, a.State())
+	require.Equal(t, engine.StateEstablished, b.State())
+	fa, fb = pollHex(t, a, at(1)), pollHex(t, b, at(1))
+	feedHex(t, a, at(2), fb...)
+	feedHex(t, b, at(2), fa...)
+	fa, fb = pollHex(t, a, at(2)), pollHex(t, b, at(2))
+	feedHex(t, a, at(3), fb...)
+	feedHex(t, b, at(3), fa...)
+	require.Empty(t, pollHex(t, a, at(3)))
+	require.Empty(t, pollHex(t, b, at(3)))
+	require.Equal(t, MinRTO, a.Stats().RTO, "pings gave a 2 ms sample")
+	return a, b
+}
+
+func TestHandshakeSimultaneousOpen(t *testing.T) {
+	a, b := newSession(t, epoch, Config{Nonce: nonceA}), newSession(t, epoch, Config{Nonce: nonceB})
+	require.Equal(t, engine.StateHandshake, a.State())
+	require.Equal(t, at(0), a.Deadline())
+	require.Equal(t, []string{connectHex(nonceA)}, pollHex(t, a, at(0)))
+	require.Equal(t, []string{connectHex(nonceB)}, pollHex(t, b, at(0)))
+	require.Equal(t, at(500), a.Deadline(), "Connect repeats every 500 ms")
+
+	feedHex(t, a, at(10), connectHex(nonceB))
+	feedHex(t, b, at(10), connectHex(nonceA))
+	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(10)))
+	require.Equal(t, []string{ackHex(nonceA)}, pollHex(t, b, at(10)))
+
+	feedHex(t, a, at(20), ackHex(nonceA))
+	feedHex(t, b, at(20), ackHex(nonceB))
+	require.Equal(t, engine.StateEstablished, a.State())
+	require.Equal(t, engine.StateEstablished, b.State())
+	require.Equal(t, []string{pingHex(0)}, pollHex(t, a, at(20)))
+	require.Equal(t, []string{pingHex(0)}, pollHex(t, b, at(20)))
+	feedHex(t, a, at(30), pingHex(0))
+	require.Equal(t, []string{pingAckHex(0)}, pollHex(t, a, at(30)))
+	require.Equal(t, at(1020), a.Deadline(), "next Ping after KeepAlive")
+	require.Equal(t, uint32(nonceB), a.PeerNonce())
+}
+
+// TestHandshakeFigure2a: A's ConnectAck is dropped; B repeats its Connect
+// and A, already connected, acknowledges it (paper Figure 2a). A's Data,
+// sent before B is connected, is ignored by B and resent after the RTO.
+func TestHandshakeFigure2a(t *testing.T) {
+	a, b := newSession(t, epoch, Config{Nonce: nonceA}), newSession(t, epoch, Config{Nonce: nonceB})
+	require.NoError(t, a.Send([]byte("hello"), engine.SendOptions{}))
+	require.NoError(t, b.Send([]byte("world"), engine.SendOptions{}))
+	require.Equal(t, []string{connectHex(nonceA)}, pollHex(t, a, at(0)))
+	require.Equal(t, []string{connectHex(nonceB)}, pollHex(t, b, at(0)))
+
+	feedHex(t, a, at(10), connectHex(nonceB)) // A: request first
+	feedHex(t, b, at(10), connectHex(nonceA))
+	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(10))) // dropped
+	require.Equal(t, []string{ackHex(nonceA)}, pollHex(t, b, at(10)))
+
+	feedHex(t, a, at(20), ackHex(nonceA)) // then the acknowledgement
+	require.Equal(t, engine.StateEstablished, a.State())
+	dataA := dataHex(nonceB, 0, 0, 0, "hello")
+	require.Equal(t, []string{pingHex(0), dataA}, pollHex(t, a, at(20)))
+	feedHex(t, b, at(30), pingHex(0), dataA) // ignored while connecting
+	require.Empty(t, pollHex(t, b, at(30)))
+	require.Empty(t, recvStrings(b))
+	require.Equal(t, engine.StateHandshake, b.State())
+
+	require.Equal(t, at(500), b.Deadline())
+	require.Equal(t, []string{connectHex(nonceB)}, pollHex(t, b, at(500)))
+	require.Empty(t, pollHex(t, a, at(500)))
+	feedHex(t, a, at(510), connectHex(nonceB))
+	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(510)), "connected: acknowledge again")
+	feedHex(t, b, at(520), ackHex(nonceB))
+	require.Equal(t, engine.StateEstablished, b.State())
+	dataB := dataHex(nonceA, 0, 0, 0, "world")
+	require.Equal(t, []string{pingHex(0), dataB}, pollHex(t, b, at(520)))
+
+	// A's Data times out 600 ms (the initial RTO) after it left.
+	require.Equal(t, at(620), a.Deadline())
+	feedHex(t, a, at(530), pingHex(0), dataB)
+	require.Equal(t, []string{pingAckHex(0), dataAckHex(nonceA)}, pollHex(t, a, at(530)))
+	require.Equal(t, []string{"world"}, recvStrings(a))
+	require.Equal(t, []string{dataA}, pollHex(t, a, at(620)), "resent unchanged, same frame_seq")
+	feedHex(t, b, at(630), dataA)
+	require.Equal(t, []string{dataAckHex(nonceB)}, pollHex(t, b, at(630)))
+	require.Equal(t, []string{"hello"}, recvStrings(b))
+	feedHex(t, a, at(640), dataAckHex(nonceB))
+	require.Zero(t, a.Pending())
+	require.Equal(t, uint64(1), a.Stats().Retransmits)
+}
+
+// TestHandshakeFigure2b: B's Connect is dropped; A receives the
+// acknowledgement of its own Connect first, then B's repeated request
+// (paper Figure 2b).
+func TestHandshakeFigure2b(t *testing.T) {
+	a, b := newSession(t, epoch, Config{Nonce: nonceA}), newSession(t, epoch, Config{Nonce: nonceB})
+	require.Equal(t, []string{connectHex(nonceA)}, pollHex(t, a, at(0)))
+	require.Equal(t, []string{connectHex(nonceB)}, pollHex(t, b, at(0))) // dropped
+	feedHex(t, b, at(10), connectHex(nonceA))
+	require.Equal(t, []string{ackHex(nonceA)}, pollHex(t, b, at(10)))
+	feedHex(t, a, at(20), ackHex(nonceA))
+	require.Equal(t, engine.StateHandshake, a.State(), "acknowledged, but no request yet")
+	require.Empty(t, pollHex(t, a, at(20)))
+	require.Empty(t, pollHex(t, a, at(500)), "no Connect repeat once acknowledged")
+
+	require.Equal(t, []string{connectHex(nonceB)}, pollHex(t, b, at(500)))
+	feedHex(t, a, at(510), connectHex(nonceB))
+	require.Equal(t, engine.StateEstablished, a.State())
+	require.Equal(t, []string{ackHex(nonceB), pingHex(0)}, pollHex(t, a, at(510)))
+	feedHex(t, b, at(520), ackHex(nonceB), pingHex(0))
+	require.Equal(t, engine.StateEstablished, b.State())
+	require.Equal(t, []string{pingAckHex(0), pingHex(0)}, pollHex(t, b, at(520)))
+}
+
+// TestDisconnectFigure3: A disconnects; B's DisconnectAck is dropped; A
+// repeats its Disconnect and B, now disconnected, acknowledges it (paper
+// Figure 3).
+func TestDisconnectFigure3(t *testing.T) {
+	a, b := connected(t, Config{}, Config{})
+	a.Close(at(100))
+	require.Equal(t, engine.StateClosing, a.State())
+	require.ErrorIs(t, a.Send(nil, engine.SendOptions{}), engine.ErrClosed)
+	require.Equal(t, at(100), a.Deadline())
+	require.Equal(t, []string{disconnectHex}, pollHex(t, a, at(100)))
+	feedHex(t, b, at(110), disconnectHex)
+	require.Equal(t, engine.StateClosing, b.State())
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, b, at(110))) // dropped
+
+	require.Equal(t, at(600), a.Deadline())
+	require.Empty(t, pollHex(t, a, at(599)))
+	require.Equal(t, []string{disconnectHex}, pollHex(t, a, at(600)))
+	feedHex(t, b, at(610), disconnectHex)
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, b, at(610)))
+	feedHex(t, a, at(620), disconnectAckHex)
+	require.Equal(t, engine.StateClosed, a.State())
+	require.NoError(t, a.Err())
+	require.Zero(t, a.Deadline())
+	require.ErrorIs(t, a.HandleDatagram(at(620), []byte{2}), engine.ErrClosed)
+
+	// B leaves TIME-WAIT MinTimeWait after the last Disconnect.
+	require.Equal(t, at(1610), b.Deadline())
+	require.Empty(t, pollHex(t, b, at(1609)))
+	require.Equal(t, engine.StateClosing, b.State())
+	require.Empty(t, pollHex(t, b, at(1610)))
+	require.Equal(t, engine.StateClosed, b.State())
+	require.NoError(t, b.Err())
+}
+
+// TestCloseWaitsForData: Close sends what is queued and waits for its
+// acknowledgement before Disconnect.
+func TestCloseWaitsForData(t *testing.T) {
+	a, b := connected(t, Config{}, Config{})
+	require.NoError(t, a.Send([]byte("last"), engine.SendOptions{}))
+	a.Close(at(10))
+	d := dataHex(nonceB, 0, 0, 0, "last")
+	require.Equal(t, []string{d}, pollHex(t, a, at(10)))
+	feedHex(t, b, at(20), d)
+	require.Equal(t, []string{dataAckHex(nonceB)}, pollHex(t, b, at(20)))
+	feedHex(t, a, at(30), dataAckHex(nonceB))
+	require.Equal(t, []string{disconnectHex}, pollHex(t, a, at(30)))
+	feedHex(t, b, at(40), disconnectHex)
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, b, at(40)))
+	feedHex(t, a, at(50), disconnectAckHex)
+	require.Equal(t, engine.StateClosed, a.State())
+	require.NoError(t, a.Err())
+	require.Equal(t, []string{"last"}, recvStrings(b), "delivered messages stay readable")
+}
+
+func TestPeerClosedWithPending(t *testing.T) {
+	a, _ := connected(t, Config{}, Config{})
+	require.NoError(t, a.Send([]byte("x"), engine.SendOptions{}))
+	feedHex(t, a, at(10), disconnectHex)
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10)), "no Data once disconnected")
+	require.ErrorIs(t, a.Send(nil, engine.SendOptions{}), engine.ErrClosed)
+	require.Empty(t, pollHex(t, a, at(2000)))
+	require.Equal(t, engine.StateClosed, a.State())
+	require.ErrorIs(t, a.Err(), engine.ErrPeerClosed)
+}
+
+func TestLingerTimeout(t *testing.T) {
+	a, _ := connected(t, Config{Linger: 2 * time.Second}, Config{})
+	require.NoError(t, a.Send([]byte("x"), engine.SendOptions{}))
+	a.Close(at(10))
+	require.Equal(t, []string{dataHex(nonceB, 0, 0, 0, "x")}, pollHex(t, a, at(10)))
+	// The peer is gone: resends and pings until Linger runs out.
+	for now := at(10); ; now = a.Deadline() {
+		require.False(t, now.After(at(2010)))
+		frames := pollHex(t, a, now)
+		if a.State() == engine.StateClosed {
+			require.Equal(t, at(2010), now)
+			require.Equal(t, []string{disconnectHex}, frames, "one last Disconnect")
+			break
+		}
+	}
+	require.ErrorIs(t, a.Err(), engine.ErrLingerTimeout)
+	require.Equal(t, 1, a.Pending())
+}
+
+func TestCloseBeforeHandshake(t *testing.T) {
+	a := newSession(t, epoch, Config{Nonce: nonceA})
+	require.Equal(t, []string{connectHex(nonceA)}, pollHex(t, a, at(0)))
+	a.Close(at(1))
+	require.Equal(t, engine.StateClosed, a.State())
+	require.NoError(t, a.Err())
+
+	// With the peer's Connect seen, closing sends Disconnect.
+	b := newSession(t, epoch, Config{Nonce: nonceB})
+	feedHex(t, b, at(0), connectHex(nonceA))
+	require.Equal(t, []string{ackHex(nonceA), connectHex(nonceB)}, pollHex(t, b, at(0)))
+	b.Close(at(1))
+	require.Equal(t, []string{disconnectHex}, pollHex(t, b, at(1)))
+	feedHex(t, b, at(2), disconnectAckHex)
+	require.Equal(t, engine.StateClosed, b.State())
+	require.NoError(t, b.Err())
+}
+
+func TestIncompatibleConnect(t *testing.T) {
+	a := newSession(t, epoch, Config{Nonce: nonceA, Channels: 2})
+	require.Equal(t, []string{"000001ffffffff0a0a0a0a"}, pollHex(t, a, at(0)))
+	feedHex(t, a, at(1), connectHex(nonceB)) // one channel
+	require.Equal(t, engine.StateClosed, a.State())
+	require.ErrorIs(t, a.Err(), engine.ErrIncompatible)
+	require.Empty(t, pollHex(t, a, at(1)), "nothing sent")
+
+	b := newSession(t, epoch, Config{Nonce: nonceB})
+	feedHex(t, b, at(1), "000100ffffffff0a0a0a0a") // version 1
+	require.ErrorIs(t, b.Err(), engine.ErrIncompatible)
+}
+
+func TestConnectAckOtherNonce(t *testing.T) {
+	a := newSession(t, epoch, Config{Nonce: nonceA})
+	pollHex(t, a, at(0))
+	feedHex(t, a, at(1), ackHex(0x12345678))
+	require.Equal(t, engine.StateClosed, a.State())
+	require.ErrorIs(t, a.Err(), engine.ErrRejected)
+}
+
+func TestHandshakeDisconnect(t *testing.T) {
+	a := newSession(t, epoch, Config{Nonce: nonceA})
+	pollHex(t, a, at(0))
+	feedHex(t, a, at(1), disconnectHex)
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(1)))
+	pollHex(t, a, at(5000))
+	require.Equal(t, engine.StateClosed, a.State())
+	require.ErrorIs(t, a.Err(), engine.ErrPeerClosed)
+}
+
+func TestAccept(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hex  string
+		errs []error
+	}{
+		{"malformed", "0000", []error{engine.ErrRejected, engine.ErrMalformed}},
+		{"ping", pingHex(0), []error{engine.ErrRejected}},
+		{"data", dataHex(nonceB, 0, 0, 0, "x"), []error{engine.ErrRejected}},
+		{"incompatible", "000001ffffffff0a0a0a0a", []error{engine.ErrRejected, engine.ErrIncompatible}},
+	} {
+		s := newSession(t, epoch, Config{Nonce: nonceB, Accept: true})
+		require.Empty(t, pollHex(t, s, at(0)), "an accepting session waits for a Connect")
+		err := s.HandleDatagram(at(0), unhex(t, tc.hex))
+		for _, e := range tc.errs {
+			require.ErrorIs(t, err, e, tc.name)
+		}
+		require.Equal(t, engine.StateHandshake, s.State(), tc.name)
+		require.Equal(t, uint64(1), s.Stats().PacketsRejected)
+		require.Empty(t, pollHex(t, s, at(0)), tc.name)
+		feedHex(t, s, at(1), connectHex(nonceA))
+		require.Equal(t, []string{ackHex(nonceA), connectHex(nonceB)}, pollHex(t, s, at(1)), tc.name)
+	}
+}
+
+func TestPeerRestart(t *testing.T) {
+	a, _ := connected(t, Config{}, Config{})
+	feedHex(t, a, at(10), connectHex(nonceB)) // a repeat: acknowledged again
+	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(10)))
+	feedHex(t, a, at(10), connectHex(0x0b0b0b02))
+	require.Equal(t, []string{ackHex(0x0b0b0b02)}, pollHex(t, a, at(10)))
+	require.Equal(t, uint64(1), a.Stats().PeerRestarts)
+	require.Equal(t, engine.StateEstablished, a.State())
+
+	r, _ := connected(t, Config{RejectNewPeerSession: true}, Config{})
+	before := r.Stats()
+	require.ErrorIs(t, r.HandleDatagram(at(10), unhex(t, connectHex(0x0b0b0b02))), engine.ErrPeerRestarted)
+	require.Empty(t, pollHex(t, r, at(10)))
+	require.Equal(t, before, r.Stats())
+	feedHex(t, r, at(10), connectHex(nonceB))
+	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, r, at(10)))
+}
+
+func TestTimeouts(t *testing.T) {
+	s := newSession(t, epoch, Config{Nonce: nonceA, HandshakeTimeout: 3 * time.Second})
+	for now := at(0); s.State() != engine.StateClosed; now = s.Deadline() {
+		require.False(t, now.After(at(3000)))
+		pollHex(t, s, now)
+	}
+	require.ErrorIs(t, s.Err(), engine.ErrHandshakeTimeout)
+
+	// Watchdog: reset by any frame; 20 s of silence end the session.
+	a, _ := connected(t, Config{}, Config{})
+	feedHex(t, a, at(5000), pingHex(9))
+	for now := at(5000); a.State() != engine.StateClosed; now = a.Deadline() {
+		require.False(t, now.After(at(25000)))
+		pollHex(t, a, now)
+	}
+	require.ErrorIs(t, a.Err(), engine.ErrIdleTimeout)
+	var te interface{ Timeout() bool }
+	require.ErrorAs(t, a.Err(), &te)
+}

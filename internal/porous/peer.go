@@ -1,0 +1,223 @@
+package porous
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var (
+	errNotConnect  = fmt.Errorf("%w: porous: first datagram of an accepted session is not a compatible Connect", engine.ErrRejected)
+	errOutOfWindow = fmt.Errorf("%w: porous: Data frame outside the receive window", engine.ErrRejected)
+	errBusy        = fmt.Errorf("%w: porous: receive buffers full, Data frame dropped unacknowledged", engine.ErrRejected)
+	errOtherNonce  = fmt.Errorf("%w: porous: ConnectAck for another nonce", engine.ErrRejected)
+	errPeerClosed  = fmt.Errorf("%w: porous: peer disconnected during the handshake", engine.ErrPeerClosed)
+)
+
+// HandleDatagram processes one datagram received at now, as the peer
+// state of notes §3.1 dictates; frames a state ignores are ignored
+// silently. It returns:
+//   - an error wrapping engine.ErrMalformed if p does not decode (see
+//     Decode);
+//   - an error wrapping engine.ErrRejected for a Data frame outside the
+//     receive window (notes §3.4), for a Data frame dropped unacknowledged
+//     because the receive buffers are full, and, with Config.Accept,
+//     for anything before a compatible Connect (then also wrapping
+//     engine.ErrMalformed or engine.ErrIncompatible when that is why);
+//   - engine.ErrPeerRestarted for a Connect with a new nonce while
+//     connected, with Config.RejectNewPeerSession;
+//   - engine.ErrClosed in StateClosed;
+//   - nil otherwise.
+//
+// Errors change no protocol state and are counted in
+// Stats.PacketsRejected (ErrPeerRestarted and ErrClosed are not). p may be
+// reused at once.
+func (s *Session) HandleDatagram(now time.Time, p []byte) error {
+	if s.st == stZombie {
+		return engine.ErrClosed
+	}
+	s.setNow(now)
+	f := &s.frame
+	err := Decode(p, f)
+	if s.cfg.Accept && !s.accepted {
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: %w", errNotConnect, err)
+		case f.Type != FrameConnect:
+			err = errNotConnect
+		case !s.compatible(f):
+			err = fmt.Errorf("%w: %w", errNotConnect, s.incompatible(f))
+		default:
+			s.accepted = true
+		}
+	}
+	if err == nil {
+		err = s.handle(f, len(p))
+	}
+	clear(f.Messages) // keep no reference to p
+	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
+		s.stats.PacketsRejected++
+	}
+	return err
+}
+
+func (s *Session) compatible(f *Frame) bool {
+	return f.Version == Version && f.Channels == s.cfg.Channels
+}
+
+func (s *Session) incompatible(f *Frame) error {
+	return fmt.Errorf("%w: porous: peer speaks version %d with %d channels, we version %d with %d",
+		engine.ErrIncompatible, f.Version, f.Channels, Version, s.cfg.Channels)
+}
+
+// handle applies one decoded frame of n bytes.
+func (s *Session) handle(f *Frame, n int) error {
+	if f.Type == FrameData && s.st == stConnected {
+		if err := s.handleData(f); err != nil {
+			return err
+		}
+	}
+	if f.Type == FrameConnect && s.st == stConnected && f.Nonce != s.peerNonce {
+		if s.cfg.RejectNewPeerSession {
+			return engine.ErrPeerRestarted
+		}
+		if f.Nonce != s.restartNon {
+			s.restartNon = f.Nonce
+			s.stats.PeerRestarts++
+		}
+	}
+	s.lastRx = s.now
+	s.stats.PacketsReceived++
+	s.stats.BytesReceived += uint64(n)
+
+	switch s.st {
+	case stConnecting:
+		switch f.Type {
+		case FrameConnect:
+			if !s.compatible(f) {
+				s.fail(s.incompatible(f)) // silently, as the reference
+				return nil
+			}
+			s.pushCtl(FrameConnectAck, f.Nonce)
+			s.gotConnect, s.peerNonce, s.peerRx = true, f.Nonce, f.MaxRxBandwidth
+			s.tryConnect()
+		case FrameConnectAck:
+			if f.Nonce != s.nonce {
+				s.fail(errOtherNonce)
+				return nil
+			}
+			s.ourAcked = true
+			s.tryConnect()
+		case FrameDisconnect:
+			s.peerDisconnect(errPeerClosed)
+		}
+	case stConnected:
+		switch f.Type {
+		case FrameConnect:
+			s.pushCtl(FrameConnectAck, f.Nonce)
+		case FrameDisconnect:
+			var err error
+			if s.pending > 0 {
+				err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
+			}
+			s.peerDisconnect(err)
+		case FramePing:
+			s.pushCtl(FramePingAck, uint32(f.PingID))
+		case FramePingAck:
+			s.onPingAck(f.PingID)
+		case FrameDataAck:
+			s.onDataAck(f.Acks)
+		}
+	case stDisconnecting:
+		switch f.Type {
+		case FrameDisconnect:
+			s.peerDisconnect(s.lingerError())
+		case FrameDisconnectAck:
+			s.fail(s.lingerError())
+		}
+	case stDisconnected:
+		if f.Type == FrameDisconnect {
+			s.pushCtl(FrameDisconnectAck, 0)
+			s.twEnd = minTime(s.now.Add(s.timeWait()), s.twLimit)
+		}
+	}
+	return nil
+}
+
+// pushCtl queues a control frame; beyond maxControl queued frames it is
+// dropped (each is an answer or a timer-driven repeat the peer or the
+// timer will ask for again).
+func (s *Session) pushCtl(t FrameType, v uint32) {
+	if s.ctl.len() < maxControl {
+		s.ctl.push(ctlFrame{typ: t, v: v})
+	}
+}
+
+// tryConnect enters Connected once both handshake conditions hold
+// (notes §3.2): frame numbering starts at the peer's nonce, the receive
+// base at ours, the send rate limit is the smaller of ours and the peer's
+// receive limit, and the first Ping is due at once.
+func (s *Session) tryConnect() {
+	if !s.ourAcked || !s.gotConnect {
+		return
+	}
+	s.st = stConnected
+	s.nextSeq = s.peerNonce
+	s.ring.base = s.peerNonce
+	s.ib = s.nonce
+	s.rate = min(s.cfg.MaxTxBandwidth, s.peerRx)
+	s.pingAt = s.now
+	s.lastRx = s.now
+}
+
+// peerDisconnect answers the peer's Disconnect and enters TIME-WAIT
+// (notes §3.8), ending later with err.
+func (s *Session) peerDisconnect(err error) {
+	s.pushCtl(FrameDisconnectAck, 0)
+	s.st = stDisconnected
+	s.err = err
+	s.twLimit = s.now.Add(maxTimeWait)
+	s.twEnd = s.now.Add(s.timeWait())
+	s.ackq = s.ackq[:0]
+}
+
+// timeWait is how long a session that answered a Disconnect keeps
+// answering its repeats.
+func (s *Session) timeWait() time.Duration { return max(2*s.rto(), MinTimeWait) }
+
+// enterDisconnecting starts sending Disconnect (notes §3.8).
+func (s *Session) enterDisconnecting() {
+	s.st = stDisconnecting
+	s.discAt = s.now
+	s.ackq = s.ackq[:0]
+}
+
+// sendPing queues a Ping and remembers when it left.
+func (s *Session) sendPing() {
+	s.pushCtl(FramePing, uint32(s.pingID))
+	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now, id: s.pingID, ok: true}
+	s.pingID++
+	s.pingAt = s.now.Add(s.cfg.KeepAlive)
+}
+
+// onPingAck takes an RTT sample from the answer to an outstanding ping no
+// older than 3 s (notes §3.7).
+func (s *Session) onPingAck(id uint16) {
+	r := &s.pings[int(id)%maxPings]
+	if !r.ok || r.id != id {
+		return
+	}
+	r.ok = false
+	if d := s.now.Sub(r.at); d <= pingHistory {
+		s.rtt.Sample(d)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,344 @@
+package porous
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var _ engine.Engine = (*Session)(nil)
+
+// peerState is the reference's peer state (paper §2.2, notes §3.1).
+type peerState uint8
+
+const (
+	stConnecting    peerState = iota
+	stConnected               // both handshake conditions hold
+	stDisconnecting           // our Disconnect is unacknowledged
+	stDisconnected            // we answered the peer's Disconnect: TIME-WAIT
+	stZombie                  // over: StateClosed
+)
+
+// RTO bounds. The reference has no minimum and no back-off (notes §3.3);
+// these are local choices, invisible on the wire.
+const (
+	// MinRTO is the floor of the retransmission timeout, so that a
+	// sub-millisecond loopback RTT does not make every scheduling hiccup
+	// of the peer a loss.
+	MinRTO = 10 * time.Millisecond
+	// MaxRTO caps the back-off of the retransmission timeout.
+	MaxRTO = 3 * time.Second
+	// initialSRTT and initialRTO follow the reference: srtt 200 ms,
+	// rttvar 100 ms until the first sample (notes §2 row 8).
+	initialSRTT = 200 * time.Millisecond
+	initialRTO  = initialSRTT + 4*initialSRTT/2
+)
+
+// Bounds of the session's tables (each documented where it applies).
+const (
+	maxControl   = 64      // queued control frames; more are dropped
+	maxAckQueue  = 1 << 16 // frame IDs waiting for a DataAck
+	maxPings     = 8       // outstanding pings remembered
+	pingHistory  = 3 * time.Second
+	maxTimeWait  = 20 * time.Second // longest TIME-WAIT (the reference's Disconnected lifetime)
+	minRecvBytes = 16 << 20         // smallest reassembly budget
+	entryCost    = 64               // bytes charged per receive-queue entry
+)
+
+// ctlFrame is a control frame waiting to be sent (notes §3.1: Connect,
+// ConnectAck, Ping, PingAck, Disconnect, DisconnectAck), in the order the
+// reference flushes them: the order they were queued in.
+type ctlFrame struct {
+	typ FrameType
+	v   uint32 // nonce or ping ID
+}
+
+type pingRec struct {
+	at time.Time
+	id uint16
+	ok bool
+}
+
+// Session is one POROUS peer talking to one remote peer: a sans-I/O state
+// machine implementing engine.Engine. It is not safe for concurrent use.
+type Session struct {
+	cfg   Config
+	nonce uint32
+	st    peerState
+	err   error // reported once st is stZombie
+
+	closing bool // Close was called
+	closeAt time.Time
+
+	// Handshake (notes §3.2).
+	accepted   bool // Config.Accept: a compatible Connect was seen
+	ourAcked   bool // the peer acknowledged our Connect
+	gotConnect bool // a compatible Connect of the peer arrived
+	peerNonce  uint32
+	peerRx     uint32
+	restartNon uint32 // last foreign nonce counted in PeerRestarts
+	connectAt  time.Time
+	discAt     time.Time
+	twEnd      time.Time // end of TIME-WAIT
+	twLimit    time.Time
+	finalDisc  bool // send one Disconnect after closing on Linger
+
+	ctl deque[ctlFrame]
+
+	// Ping and RTT (notes §3.7).
+	pingID  uint16
+	pingAt  time.Time // next ping due
+	pings   [maxPings]pingRec
+	rtt     engine.RTT
+	backoff uint8 // RTO doublings since the last acknowledgement
+
+	// Transfer layer, sending (notes §3.3).
+	ring        txRing
+	nextSeq     uint32
+	flight      int // bytes of frames in flight
+	cwnd        int
+	ssthresh    int
+	caAcked     int
+	rate        uint32 // effective send rate limit, bytes/s
+	noBackoff   time.Time
+	lastBackoff time.Time
+	lossSeen    bool // a loss happened since the last acknowledgement
+	firstLoss   time.Time
+	timeq       deque[timeEntry]
+	resendq     deque[uint32]
+	queues      [2]deque[qItem] // by Priority
+	unrel       []sentMsg       // scratch: unreliable messages of the frame being built
+
+	// Transfer layer, receiving (notes §3.4).
+	ib        uint32
+	ackq      []uint32
+	ackSorted bool
+
+	// Sequencing layer (notes §3.5, §3.6).
+	txch      []txChannel
+	rxch      []rxChannel
+	rxBytes   int // reassembly memory charged
+	rxBudget  int
+	touched   [MaxChannels / 64]uint64
+	pending   int
+	pendBytes int
+	free      []*outPacket
+	recv      []engine.Message
+	recvHead  int
+
+	now     time.Time
+	created time.Time
+	lastRx  time.Time // last datagram that decoded (watchdog)
+	stats   engine.Stats
+	frame   Frame // decoding scratch
+}
+
+// New returns a session created at now, in StateHandshake. It fails if cfg
+// holds an impossible value (see Config) or if drawing a nonce fails.
+// Unless cfg.Accept is set, the first Connect is due at once.
+func New(now time.Time, cfg Config) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		cfg:       cfg,
+		nonce:     cfg.Nonce,
+		rtt:       *engine.NewRTT(initialRTO, MinRTO, MaxRTO), // estimator only: see rto
+		cwnd:      MaxFrameSize,
+		ssthresh:  1 << 30,
+		txch:      make([]txChannel, cfg.Channels),
+		rxch:      make([]rxChannel, cfg.Channels),
+		rxBudget:  max(minRecvBytes, 4*cfg.MaxPacket),
+		now:       now,
+		created:   now,
+		lastRx:    now,
+		connectAt: now,
+	}
+	for i, p := range cfg.Priorities {
+		s.txch[i].prio = p
+	}
+	return s, nil
+}
+
+// Nonce returns this end's nonce (Config.Nonce or the one drawn).
+func (s *Session) Nonce() uint32 { return s.nonce }
+
+// PeerNonce returns the nonce of the peer's accepted Connect, 0 before
+// one.
+func (s *Session) PeerNonce() uint32 { return s.peerNonce }
+
+// setNow moves the session's clock to now, never backwards.
+func (s *Session) setNow(now time.Time) {
+	if now.After(s.now) {
+		s.now = now
+	}
+}
+
+// Send queues a copy of p as one packet on channel opt.Channel in mode
+// opt.Delivery (notes §3.5): Reliable packets are resent until
+// acknowledged and delay later packets of their channel until delivered;
+// Passive packets are resent until acknowledged but may be skipped;
+// Unreliable packets are sent once. Packets of a channel are delivered in
+// Send order. Zero-length packets are legal (one empty fragment). Messages
+// queued before the handshake completes leave once it has.
+//
+// Errors: engine.ErrClosed after Close or once the session ended;
+// engine.ErrUnsupported for a channel ≥ Config.Channels, a nonzero
+// MessageNumber or an unknown Delivery; engine.ErrMessageTooLarge above
+// Config.MaxPacket; engine.ErrQueueFull when Config.MaxQueued messages or
+// Config.MaxQueuedBytes bytes are pending.
+func (s *Session) Send(p []byte, opt engine.SendOptions) error {
+	switch {
+	case s.closing || s.st > stConnected:
+		return engine.ErrClosed
+	case int(opt.Channel) >= s.cfg.Channels || opt.MessageNumber != 0 || opt.Delivery > engine.Passive:
+		return engine.ErrUnsupported
+	case len(p) > s.cfg.MaxPacket:
+		return engine.ErrMessageTooLarge
+	case s.pending >= s.cfg.MaxQueued,
+		s.pending > 0 && s.pendBytes+len(p) > s.cfg.MaxQueuedBytes:
+		return engine.ErrQueueFull
+	}
+	s.queuePacket(p, opt.Channel, opt.Delivery)
+	return nil
+}
+
+// Recv returns the next delivered packet. Channel is set; Reliable is
+// false because the send mode is not on the wire (notes §1.2).
+func (s *Session) Recv() (engine.Message, bool) {
+	if s.recvHead == len(s.recv) {
+		return engine.Message{}, false
+	}
+	m := s.recv[s.recvHead]
+	s.recv[s.recvHead] = engine.Message{}
+	s.recvHead++
+	if s.recvHead == len(s.recv) {
+		s.recv, s.recvHead = s.recv[:0], 0
+	}
+	s.stats.MessagesRecv++
+	return m, true
+}
+
+// Close begins a graceful close at now (notes §3.8). Send is refused from
+// then on. A session that has nothing pending and has not seen the peer's
+// Connect closes at once. Otherwise it enters StateClosing: the handshake,
+// if incomplete, goes on; queued packets are sent and acknowledged; then
+// it sends Disconnect every DisconnectInterval until the peer's
+// DisconnectAck, and reaches StateClosed. Config.Linger bounds the whole
+// close: when it runs out the session sends one last Disconnect if the
+// peer is connected and ends, with Err wrapping engine.ErrLingerTimeout if
+// messages were left unconfirmed.
+func (s *Session) Close(now time.Time) {
+	s.setNow(now)
+	if s.closing || s.st > stConnected {
+		return
+	}
+	s.closing, s.closeAt = true, s.now
+	if s.st == stConnecting && s.pending == 0 {
+		if s.gotConnect {
+			s.enterDisconnecting()
+		} else {
+			s.fail(nil)
+		}
+	}
+}
+
+// State returns the lifecycle state: StateHandshake while connecting,
+// StateEstablished while connected, StateClosing after Close and while
+// disconnecting or in the TIME-WAIT that follows the peer's Disconnect,
+// StateClosed once over.
+func (s *Session) State() engine.State {
+	switch {
+	case s.st == stZombie:
+		return engine.StateClosed
+	case s.closing || s.st > stConnected:
+		return engine.StateClosing
+	case s.st == stConnected:
+		return engine.StateEstablished
+	}
+	return engine.StateHandshake
+}
+
+// Err returns why the session ended, once State is StateClosed: an error
+// wrapping engine.ErrIncompatible, engine.ErrRejected (the peer
+// acknowledged another nonce), engine.ErrPeerClosed (the peer
+// disconnected during the handshake or with messages of ours pending),
+// engine.ErrLingerTimeout, or engine.ErrIdleTimeout /
+// engine.ErrHandshakeTimeout; nil after a graceful close, and while open.
+func (s *Session) Err() error {
+	if s.st != stZombie {
+		return nil
+	}
+	return s.err
+}
+
+// Pending returns the number of messages accepted by Send and not yet
+// confirmed: a Reliable or Passive packet until every frame carrying its
+// fragments is acknowledged, an Unreliable one until all its fragments are
+// sent.
+func (s *Session) Pending() int { return s.pending }
+
+// Stats returns a snapshot of the counters. PacketsSent counts datagrams,
+// MessagesSent packets whose last fragment went out for the first time,
+// Retransmits frames resent, Duplicates fragments and sentinels received
+// again, PacketsRejected datagrams that did not decode or were refused.
+func (s *Session) Stats() engine.Stats {
+	st := s.stats
+	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rto()
+	return st
+}
+
+// Capabilities reports packets of up to Config.MaxPacket bytes, ordered
+// per channel, on Config.Channels channels, with Unreliable and Passive
+// delivery.
+func (s *Session) Capabilities() engine.Capabilities {
+	return engine.Capabilities{
+		MaxMessage: s.cfg.MaxPacket,
+		MaxQueued:  s.cfg.MaxQueued,
+		Ordered:    true,
+		Channels:   s.cfg.Channels,
+		Unreliable: true,
+	}
+}
+
+// fail ends the session with err (nil for a graceful end).
+func (s *Session) fail(err error) {
+	s.st = stZombie
+	s.err = err
+	s.ctl.reset()
+	s.ackq = s.ackq[:0]
+}
+
+// lingerError is Err after Linger ran out.
+func (s *Session) lingerError() error {
+	if s.pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d messages unconfirmed", engine.ErrLingerTimeout, s.pending)
+}
+
+// rto is the retransmission timeout: srtt + max(4·rttvar, srtt/2, 1 ms),
+// doubled per back-off, within [MinRTO, MaxRTO]; 600 ms before the first
+// RTT sample (notes §2 row 8). The reference uses srtt + max(step time,
+// 4·rttvar): its step time (about 15 ms) gives it headroom that a
+// continuously driven engine lacks, so srtt/2 stands in for it, letting
+// the RTT grow by half (a queue building at a bottleneck, frames of one
+// burst serialised one after the other) before a frame counts as lost.
+func (s *Session) rto() time.Duration {
+	d := time.Duration(initialRTO)
+	if s.rtt.Sampled() {
+		srtt := s.rtt.SRTT()
+		d = srtt + max(4*s.rtt.RTTVar(), srtt/2, time.Millisecond)
+	}
+	return max(MinRTO, min(d<<s.backoff, MaxRTO))
+}
+
+// srtt is the smoothed RTT, the reference's 200 ms before any sample.
+func (s *Session) srtt() time.Duration {
+	if !s.rtt.Sampled() {
+		return initialSRTT
+	}
+	return s.rtt.SRTT()
+}
