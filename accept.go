@@ -106,7 +106,7 @@ func newPeerFunc[T any](q *acceptQueue[T], cfg *Config, stream bool,
 			cfg.Logger.Debug("rudp: backlog full, datagram dropped", "peer", from)
 			return
 		}
-		eng, err := cfg.newEngine(now, stream)
+		eng, err := cfg.newEngine(now, stream, true)
 		if err == nil {
 			err = eng.HandleDatagram(now, p)
 		}

@@ -6,48 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/airhook"
-	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/stream"
 )
-
-// Protocol selects the wire protocol (the reliability engine) a conn speaks.
-// The zero value selects the default protocol, Airhook.
-type Protocol uint8
-
-const (
-	// Airhook is the Airhook protocol (missed-message lists), wire-compatible
-	// with the airhook-2 C library: messages of 1 to 256 bytes, reliable,
-	// delivered exactly once but not in order. Streams add ordering on top.
-	Airhook Protocol = 1
-)
-
-// String returns the protocol's name in lower case: "airhook", or
-// "default" for the zero value.
-func (p Protocol) String() string {
-	switch p {
-	case 0:
-		return "default"
-	case Airhook:
-		return "airhook"
-	}
-	return fmt.Sprintf("protocol(%d)", uint8(p))
-}
-
-// ParseProtocol returns the Protocol named s ("airhook"), as printed by
-// Protocol.String. It returns an error wrapping ErrUnknownProtocol for any
-// other name.
-func ParseProtocol(s string) (Protocol, error) {
-	for _, p := range Protocols() {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("rudp: %w: %q", ErrUnknownProtocol, s)
-}
-
-// Protocols lists the protocols this version of rudp implements.
-func Protocols() []Protocol { return []Protocol{Airhook} }
 
 // Default values of the Config fields.
 const (
@@ -66,12 +26,13 @@ const (
 // field, means the documented default. A Config may be shared by several
 // conns and must not be modified after use.
 type Config struct {
-	// Protocol is the wire protocol. Zero means Airhook.
+	// Protocol is the wire protocol. Zero means POROUS.
 	Protocol Protocol
 
 	// MTU is the largest datagram sent, in bytes (UDP payload). Default
-	// DefaultMTU (1400), which stays below common path MTUs; the minimum is
-	// 576 and Airhook's maximum is 1500 (the reference's buffer size).
+	// DefaultMTU (1400), which stays below common path MTUs; 576 to 1500.
+	// LLUDP never sends more than 1400 bytes. POROUS ignores MTU: its wire
+	// format fixes its datagrams at up to 1472 bytes.
 	MTU int
 
 	// HandshakeTimeout bounds Dial, Handshake and a listener's wait for a
@@ -116,6 +77,34 @@ type Config struct {
 	// stays bounded. Default 1024.
 	MaxRecvQueue int
 
+	// Channels is the number of POROUS channels, 1 to MaxChannels (256).
+	// Both ends must configure the same number; a peer with another count
+	// is refused with ErrIncompatible. Default 1. Message conns choose the
+	// channel per message (Message.Channel); streams use channel 0.
+	Channels int
+
+	// LowPriorityChannels lists POROUS channels whose messages are sent
+	// only when no message of the other (high-priority) channels is
+	// waiting. Priority is local: it is not signalled to the peer.
+	LowPriorityChannels []uint8
+
+	// MaxMessage is the largest POROUS message, in bytes, that a message
+	// conn sends (larger ones fail with ErrMessageTooLarge) and receives
+	// (larger ones are discarded). Messages are fragmented into 1452-byte
+	// pieces. Default 1 MiB; at most MaxMessagePOROUS (95,158,272).
+	MaxMessage int
+
+	// Circuit is what an LLUDP client sends in its UseCircuitCode message
+	// to open the circuit. A zero Circuit.Code is replaced by a random
+	// code. A listener accepts any circuit; MessageConn.Circuit reports it.
+	Circuit Circuit
+
+	// ResendLimit is how many times LLUDP resends an unacknowledged
+	// reliable message before the conn fails with ErrRetransmitLimit. Zero
+	// means no limit (a dead peer still ends in ErrIdleTimeout); the Second
+	// Life viewer uses 3.
+	ResendLimit int
+
 	// Logger receives debug events (new peers, drops, resets). Default: no
 	// logging.
 	Logger *slog.Logger
@@ -132,10 +121,7 @@ func (c *Config) resolved() (*Config, error) {
 		r = *c
 	}
 	if r.Protocol == 0 {
-		r.Protocol = Airhook
-	}
-	if r.Protocol != Airhook {
-		return nil, fmt.Errorf("rudp: %w: %v", ErrUnknownProtocol, r.Protocol)
+		r.Protocol = POROUS
 	}
 	setDefault(&r.MTU, DefaultMTU)
 	if r.MTU < 576 || r.MTU > 1500 {
@@ -153,6 +139,11 @@ func (c *Config) resolved() (*Config, error) {
 	if min(r.RecvWindow, r.SendBuffer) < 4096 || max(r.RecvWindow, r.SendBuffer) > stream.MaxBuffer {
 		return nil, fmt.Errorf("rudp: Config.RecvWindow and SendBuffer must be 4096 bytes to 1 GiB")
 	}
+	setDefault(&r.Channels, 1)
+	setDefault(&r.MaxMessage, DefaultMaxMessage)
+	if err := r.validateProtocol(); err != nil {
+		return nil, err
+	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -163,19 +154,4 @@ func setDefault[T int | time.Duration](v *T, d T) {
 	if *v <= 0 {
 		*v = d
 	}
-}
-
-// newEngine builds the protocol engine for one association. stream selects
-// rudp's stream semantics, where a restarted peer ends the association
-// instead of being adopted silently.
-func (c *Config) newEngine(now time.Time, stream bool) (engine.Engine, error) {
-	return airhook.New(now, airhook.Config{
-		Rand:                 c.Rand,
-		MaxDatagram:          c.MTU,
-		KeepAlive:            c.KeepAlive,
-		IdleTimeout:          c.IdleTimeout,
-		HandshakeTimeout:     c.HandshakeTimeout,
-		Linger:               c.Linger,
-		RejectNewPeerSession: stream,
-	})
 }

@@ -61,7 +61,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 		SendBuffer: c.cfg.SendBuffer,
 		Ordered:    caps.Ordered,
 	})
-	c.a = newAssoc(ep, c.raddr, eng, c.cfg.MTU)
+	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
 	c.a.up = c
 }
 
@@ -165,6 +165,10 @@ func (c *Conn) failure() error {
 
 // deliver implements upper.
 func (c *Conn) deliver(m engine.Message) {
+	if !c.cfg.isStreamFrame(m) {
+		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
+		return
+	}
 	if err := c.st.HandleFrame(m.Data); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
@@ -192,7 +196,7 @@ func (c *Conn) pump(now time.Time) {
 				drained = true
 				break
 			}
-			if c.a.eng.Send(c.frame[:n], engine.SendOptions{}) != nil {
+			if c.a.eng.Send(c.frame[:n], c.cfg.streamOptions()) != nil {
 				break // the engine has ended; settle reports why
 			}
 		}

@@ -282,14 +282,19 @@ func TestConfigValidation(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownProtocol)
 	_, err = Dial("tcp", "127.0.0.1:1")
 	require.Error(t, err)
-	p, err := ParseProtocol("airhook")
-	require.NoError(t, err)
-	require.Equal(t, Airhook, p)
+	for _, want := range Protocols() {
+		p, err := ParseProtocol(want.String())
+		require.NoError(t, err)
+		require.Equal(t, want, p)
+	}
+	require.Equal(t, []string{"porous", "airhook", "lludp"}, []string{POROUS.String(), Airhook.String(), LLUDP.String()})
 	_, err = ParseProtocol("nope")
 	require.ErrorIs(t, err, ErrUnknownProtocol)
 	cfg, err := (*Config)(nil).resolved()
 	require.NoError(t, err)
-	require.Equal(t, Airhook, cfg.Protocol)
+	require.Equal(t, POROUS, cfg.Protocol, "the default protocol")
+	require.Equal(t, 1, cfg.Channels)
+	require.Equal(t, DefaultMaxMessage, cfg.MaxMessage)
 	require.Equal(t, DefaultMTU, cfg.MTU)
 	require.Equal(t, DefaultKeepAlive, cfg.KeepAlive)
 }
@@ -331,7 +336,7 @@ func TestListenerStats(t *testing.T) {
 	defer ln.Close()
 	junk := udpSocket(t, nil, 0)
 	defer junk.Close()
-	_, err := junk.WriteTo([]byte{0x00, 0x01, 0x00, 0x02}, ln.Addr()) // Airhook without a session ID
+	_, err := junk.WriteTo([]byte{0x00, 0x01, 0x00, 0x02}, ln.Addr()) // a POROUS Connect cut short
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return ln.Stats().UnknownDrops == 1 }, 5*time.Second, time.Millisecond)
 

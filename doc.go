@@ -20,17 +20,25 @@
 //
 // Each wire protocol is a reliability engine, chosen with Config.Protocol:
 //
-//	Protocol  Messages      Ordering                   Channels  Delivery
-//	Airhook   1..256 bytes  unordered (streams order)  1         reliable
+//	Protocol  Messages             Ordering                      Channels  Delivery
+//	POROUS    0..MaxMessage bytes  in order per channel          1..256    reliable, unreliable, passive
+//	Airhook   1..256 bytes         unordered (streams order)     1         reliable
+//	LLUDP     number + 0..1190 B   arrival order                 1         reliable, unreliable
 //
-// Airhook is wire-compatible with the airhook-2 C library (wtanaka/airhook,
-// commit f5a18bd); see internal/airhook for the exact behaviour and the
-// choices made where the specification is silent.
+// POROUS, the default, is wire-compatible with its reference
+// implementation (lowquark/uflow, commit dde0da6) and has congestion
+// control; see internal/porous. Airhook is wire-compatible with the
+// airhook-2 C library (wtanaka/airhook, commit f5a18bd); see
+// internal/airhook. LLUDP is the Second Life packet layer, wire-compatible
+// with the Second Life viewer's message system (secondlife/viewer, commit
+// d6d453b); see internal/lludp. Each package documents the exact behaviour
+// and the choices made where its specification is silent.
 //
 // # Streams on the wire
 //
 // A stream carries rudp's own framing inside the engine's reliable
-// messages: a HELLO with the stream parameters, DATA segments tagged with
+// messages (POROUS: channel 0; LLUDP: message number
+// StreamMessageNumber): a HELLO with the stream parameters, DATA segments tagged with
 // their byte offset (so ordering does not depend on the engine), WINDOW
 // updates (flow control: the receiver advertises how far the sender may
 // go; Config.RecvWindow), FIN (end of the stream) and RST (abort). Only

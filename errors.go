@@ -26,16 +26,28 @@ var (
 	// Config.IdleTimeout. It is a net.Error whose Timeout() is true.
 	ErrIdleTimeout = engine.ErrIdleTimeout
 	// ErrMessageTooLarge: a message conn's Write or WriteMessage exceeded
-	// the protocol's largest message (Airhook: 256 bytes).
+	// the protocol's largest message (MessageConn.MaxMessage: Airhook 256
+	// bytes, LLUDP 1190, POROUS Config.MaxMessage).
 	ErrMessageTooLarge = engine.ErrMessageTooLarge
 	// ErrEmptyMessage: a message conn was asked to send zero bytes, which
-	// the protocol cannot carry (Airhook messages are 1..256 bytes).
+	// the protocol cannot carry (Airhook messages are 1..256 bytes; POROUS
+	// and LLUDP carry empty messages).
 	ErrEmptyMessage = engine.ErrEmptyMessage
 	// ErrUnsupported: a message option the protocol cannot express.
 	ErrUnsupported = engine.ErrUnsupported
 	// ErrUnknownProtocol: Config.Protocol or a protocol name is not one this
 	// version implements.
 	ErrUnknownProtocol = errors.New("unknown protocol")
+	// ErrIncompatible: the peer's handshake carries parameters this end
+	// cannot work with: a POROUS peer with another protocol version or
+	// another channel count (Config.Channels).
+	ErrIncompatible = engine.ErrIncompatible
+	// ErrPeerClosed: a message conn's peer closed the association while
+	// messages written here were still unconfirmed (they may be lost).
+	ErrPeerClosed = engine.ErrPeerClosed
+	// ErrRetransmitLimit: an LLUDP message was resent Config.ResendLimit
+	// times without an acknowledgement.
+	ErrRetransmitLimit = engine.ErrRetransmitLimit
 	// ErrLingerTimeout: Close could not deliver everything Write accepted
 	// within Config.Linger.
 	ErrLingerTimeout = engine.ErrLingerTimeout

@@ -44,8 +44,9 @@ func Example() {
 	// Output: hello over rudp
 }
 
-// Message conns carry the protocol's own messages: here Airhook messages
-// of up to 256 bytes, each delivered whole.
+// Message conns carry the protocol's own messages: here POROUS messages
+// (the default protocol) on its single default channel, each delivered
+// whole.
 func ExampleDialMessages() {
 	ln, err := rudp.ListenMessages("udp", "127.0.0.1:0", nil)
 	if err != nil {
@@ -73,4 +74,75 @@ func ExampleDialMessages() {
 	}
 	fmt.Printf("%s (%v)\n", m.Data, m.Delivery)
 	// Output: ping (reliable)
+}
+
+// POROUS channels: reliable messages on channel 0 arrive in order, while
+// channel 1 carries unreliable updates that never wait for lost ones.
+func ExampleMessageConn_channels() {
+	cfg := &rudp.Config{Protocol: rudp.POROUS, Channels: 2}
+	ln, err := rudp.ListenMessages("udp", "127.0.0.1:0", cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := rudp.DialMessages(context.Background(), "udp", ln.Addr().String(), cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WriteMessage(rudp.Message{Data: []byte("chat: hi"), Channel: 0}); err != nil {
+		log.Fatal(err)
+	}
+	if err := c.WriteMessage(rudp.Message{Data: []byte("pos 1,2"), Channel: 1, Delivery: rudp.Unreliable}); err != nil {
+		log.Fatal(err)
+	}
+
+	s, err := ln.AcceptMessages()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	got := make([]string, 2)
+	for range 2 {
+		m, err := s.ReadMessage()
+		if err != nil {
+			log.Fatal(err)
+		}
+		got[m.Channel] = string(m.Data)
+	}
+	fmt.Println(got[0], "|", got[1])
+	// Output: chat: hi | pos 1,2
+}
+
+// LLUDP message conns exchange Second Life messages: a message number and
+// a body. The dialing end opens the circuit with its UseCircuitCode.
+func ExampleMessageConn_lludp() {
+	ln, err := rudp.ListenMessages("udp", "127.0.0.1:0", &rudp.Config{Protocol: rudp.LLUDP})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := &rudp.Config{Protocol: rudp.LLUDP, Circuit: rudp.Circuit{Code: 1234}}
+	c, err := rudp.DialMessages(context.Background(), "udp", ln.Addr().String(), cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// Low 1, TestMessage: its zeros are zerocoded on the wire.
+	if err := c.WriteMessage(rudp.Message{Number: 0xFFFF0001, Data: []byte{7, 0, 0, 0}}); err != nil {
+		log.Fatal(err)
+	}
+
+	s, err := ln.AcceptMessages()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	circuit, _ := s.Circuit()
+	m, err := s.ReadMessage()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("circuit %d: message %#x % x (%v)\n", circuit.Code, m.Number, m.Data, m.Delivery)
+	// Output: circuit 1234: message 0xffff0001 07 00 00 00 (reliable)
 }

@@ -2,11 +2,13 @@ package rudp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/lludp"
 )
 
 // Delivery is how a message is delivered. Which modes exist depends on the
@@ -28,31 +30,54 @@ func (d Delivery) String() string { return engine.Delivery(d).String() }
 
 // Message is one protocol message with its metadata.
 type Message struct {
-	// Data is the message body. Airhook: 1 to 256 bytes.
+	// Data is the message body. Airhook: 1 to 256 bytes; POROUS: up to
+	// Config.MaxMessage bytes; LLUDP: up to 1190 bytes.
 	Data []byte
-	// Delivery is the delivery mode; the zero value is Reliable.
+	// Delivery is the delivery mode; the zero value is Reliable. On a
+	// received message it is Unreliable only where the wire says so
+	// (LLUDP's reliable flag); POROUS does not carry the mode, so its
+	// messages read as Reliable.
 	Delivery Delivery
-	// Channel is the channel on protocols that have them; 0 otherwise.
+	// Channel is the POROUS channel, below Config.Channels; 0 on the
+	// other protocols.
 	Channel uint8
-	// Number is the protocol's message number where it has one; 0 otherwise.
+	// Number is the LLUDP message number in the template's full form:
+	// High n is n (1..254), Medium n is 0xFF00|n, Low n is 0xFFFF0000|n,
+	// Fixed numbers are 0xFFFFFFFA..0xFFFFFFFF. The numbers LLUDP itself
+	// uses (StartPingCheck 1, CompletePingCheck 2, UseCircuitCode
+	// 0xFFFF0003, PacketAck, OpenCircuit, CloseCircuit) are refused with
+	// ErrUnsupported. 0 on the other protocols.
 	Number uint32
 }
 
 // MessageConn is a message-oriented conn that speaks a protocol's own
 // messages on the wire, with nothing rudp-specific added, so that it can
-// talk to any implementation of that protocol. Over Airhook, each message
-// is one Airhook message: 1 to 256 bytes, delivered reliably and exactly
-// once, but not necessarily in the order sent (a message lost and resent
-// arrives after later ones, as with the reference implementation).
+// talk to any implementation of that protocol:
 //
-// As a net.Conn, each Write sends one message and each Read returns one
-// whole message; a buffer too short for the next message gets
+//   - POROUS: messages of 0 to Config.MaxMessage bytes on Config.Channels
+//     channels. Reliable messages are delivered exactly once and in order
+//     within their channel; Unreliable and Passive ones at most once, and
+//     a lost one is skipped rather than waited for (Passive messages never
+//     hold back later ones, Unreliable messages never do). Close delivers
+//     what was written, then disconnects; the peer's reads then return
+//     io.EOF.
+//   - Airhook: messages of 1 to 256 bytes, delivered reliably and exactly
+//     once, but not necessarily in the order sent (a message lost and
+//     resent arrives after later ones, as with the reference). Airhook has
+//     no close message: Close delivers what was written (within
+//     Config.Linger) and then stops answering; the peer notices through
+//     its own idle timeout.
+//   - LLUDP: each message is a message number (Message.Number) and a body
+//     of up to 1190 bytes, reliable or not, delivered in arrival order;
+//     zerocoding, acks, resends and pings are handled here. The dialing
+//     end opens the circuit with UseCircuitCode (Config.Circuit). Close
+//     delivers what was written, then sends CloseCircuit; the peer's reads
+//     then return io.EOF.
+//
+// As a net.Conn, each Write sends one reliable message and each Read
+// returns one whole message; a buffer too short for the next message gets
 // io.ErrShortBuffer and the message stays queued. WriteMessage and
-// ReadMessage carry the metadata.
-//
-// Airhook has no close message: Close delivers what was written (within
-// Config.Linger) and then stops answering; the peer notices through its
-// own idle timeout. A MessageConn is safe for concurrent use.
+// ReadMessage carry the metadata. A MessageConn is safe for concurrent use.
 type MessageConn struct {
 	connBase
 
@@ -77,7 +102,7 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
 	caps := eng.Capabilities()
 	c.maxQueued = caps.MaxQueued
 	c.maxMsg = caps.MaxMessage
-	c.a = newAssoc(ep, c.raddr, eng, c.cfg.MTU)
+	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
 	c.a.up = c
 }
 
@@ -88,8 +113,8 @@ func (c *MessageConn) ReadMessage() (Message, error) {
 	var m Message
 	err := c.read(func(e engine.Message) error {
 		m = Message{Data: e.Data, Channel: e.Channel, Number: e.MessageNumber}
-		if !e.Reliable {
-			m.Delivery = Unreliable
+		if !e.Reliable && c.cfg.Protocol == LLUDP {
+			m.Delivery = Unreliable // only LLUDP's wire tells
 		}
 		return nil
 	})
@@ -98,14 +123,22 @@ func (c *MessageConn) ReadMessage() (Message, error) {
 
 // Read reads one whole message into p and returns its length. If p is
 // shorter than the message, Read returns io.ErrShortBuffer and the message
-// stays queued for the next call.
+// stays queued for the next call. On LLUDP, p receives the message in its
+// template form: the message number as on the wire (1, 2 or 4 bytes,
+// before zerocoding) followed by the body, as Write takes it.
 func (c *MessageConn) Read(p []byte) (int, error) {
 	n := 0
 	err := c.read(func(e engine.Message) error {
-		if len(p) < len(e.Data) {
+		var num [4]byte
+		k := 0
+		if c.cfg.Protocol == LLUDP {
+			k = lludp.PutNumber(num[:], e.MessageNumber)
+		}
+		if len(p) < k+len(e.Data) {
 			return io.ErrShortBuffer
 		}
-		n = copy(p, e.Data)
+		n = copy(p, num[:k])
+		n += copy(p[k:], e.Data)
 		return nil
 	})
 	return n, err
@@ -122,6 +155,9 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 	}
 	return c.wait(c.rd.Done(), deadlineErr, "read", func() (bool, error) {
 		if c.head == len(c.queue) {
+			if c.over && c.err == nil {
+				return false, io.EOF // the peer closed (POROUS, LLUDP)
+			}
 			return false, nil
 		}
 		if err := take(c.queue[c.head]); err != nil {
@@ -154,6 +190,9 @@ func (c *MessageConn) WriteMessage(m Message) error {
 			return false, nil
 		}
 		if err := c.a.eng.Send(m.Data, opt); err != nil {
+			if errors.Is(err, engine.ErrQueueFull) {
+				return false, nil // a byte bound (POROUS): wait for confirmations
+			}
 			return false, err
 		}
 		c.a.settleLocked(time.Now())
@@ -162,9 +201,19 @@ func (c *MessageConn) WriteMessage(m Message) error {
 }
 
 // Write sends p as one reliable message and returns len(p), or 0 and an
-// error as WriteMessage does.
+// error as WriteMessage does. On LLUDP, p is the message in its template
+// form: the message number as on the wire (FF FF 00 01 for Low 1), then
+// the body; a p too short to hold a number fails with ErrUnsupported.
 func (c *MessageConn) Write(p []byte) (int, error) {
-	if err := c.WriteMessage(Message{Data: p}); err != nil {
+	m := Message{Data: p}
+	if c.cfg.Protocol == LLUDP && len(p) > 0 {
+		num, k := lludp.ParseNumber(p)
+		if k == 0 {
+			return 0, opError("write", c.LocalAddr(), c.raddr, ErrUnsupported)
+		}
+		m = Message{Number: num, Data: p[k:]}
+	}
+	if err := c.WriteMessage(m); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -227,3 +276,22 @@ func (c *MessageConn) failure() error {
 func (c *MessageConn) abortLocked(uint8) {}
 
 func (c *MessageConn) base() *connBase { return &c.connBase }
+
+// Circuit returns the circuit an LLUDP peer opened with its UseCircuitCode
+// message: on an accepted conn, the code, session and agent IDs it
+// presented (check them before trusting the peer); on a dialed conn,
+// Config.Circuit with the code actually sent. ok is false for other
+// protocols and before the circuit is known.
+func (c *MessageConn) Circuit() (circuit Circuit, ok bool) {
+	if c.a == nil {
+		return Circuit{}, false
+	}
+	e, is := c.a.eng.(interface{ Circuit() (lludp.Circuit, bool) })
+	if !is {
+		return Circuit{}, false
+	}
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	lc, ok := e.Circuit()
+	return Circuit(lc), ok
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/airhook"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,51 +32,64 @@ func messagePair(t testing.TB, cfg *Config, l link) (client, server *MessageConn
 	return client, server
 }
 
-// TestMessagesExactlyOnce: 3000 messages of 1..256 bytes arrive exactly
-// once each, whole, on a clean and an impaired path.
+// testNumber is the message number test messages carry: LLUDP needs one
+// (its TestMessage), the other protocols have none.
+func testNumber(p Protocol) uint32 {
+	if p == LLUDP {
+		return lludp.TestMessage
+	}
+	return 0
+}
+
+// TestMessagesExactlyOnce: for every protocol, 3000 reliable messages of
+// 1..256 bytes arrive exactly once each, whole, on a clean and an impaired
+// path.
 func TestMessagesExactlyOnce(t *testing.T) {
-	for _, l := range links {
-		t.Run(l.name, func(t *testing.T) {
-			c, s := messagePair(t, nil, l)
-			const count = 3000
-			want := make(map[string]int, count)
-			go func() {
-				for i := range count {
+	for _, p := range Protocols() {
+		for _, l := range links {
+			t.Run(p.String()+"/"+l.name, func(t *testing.T) {
+				t.Parallel()
+				c, s := messagePair(t, &Config{Protocol: p}, l)
+				const count = 3000
+				msg := func(i int) []byte {
 					m := []byte(fmt.Sprintf("%05d:", i))
 					for len(m) < 1+i%256 {
 						m = append(m, byte(i))
 					}
-					if err := c.WriteMessage(Message{Data: m[:1+i%256]}); err != nil {
-						t.Errorf("write %d: %v", i, err)
-						return
+					return m[:1+i%256]
+				}
+				go func() {
+					for i := range count {
+						if err := c.WriteMessage(Message{Data: msg(i), Number: testNumber(p)}); err != nil {
+							t.Errorf("write %d: %v", i, err)
+							return
+						}
 					}
+				}()
+				want := make(map[string]int, count)
+				for i := range count {
+					want[string(msg(i))]++
 				}
-			}()
-			for i := range count {
-				m := []byte(fmt.Sprintf("%05d:", i))
-				for len(m) < 1+i%256 {
-					m = append(m, byte(i))
+				for range count {
+					m, err := s.ReadMessage()
+					require.NoError(t, err)
+					require.Equal(t, Reliable, m.Delivery)
+					require.Equal(t, testNumber(p), m.Number)
+					want[string(m.Data)]--
+					require.GreaterOrEqual(t, want[string(m.Data)], 0, "duplicate %q", m.Data)
 				}
-				want[string(m[:1+i%256])]++
-			}
-			for range count {
-				m, err := s.ReadMessage()
-				require.NoError(t, err)
-				require.Equal(t, Reliable, m.Delivery)
-				want[string(m.Data)]--
-				require.GreaterOrEqual(t, want[string(m.Data)], 0, "duplicate %q", m.Data)
-			}
-			for k, v := range want {
-				require.Zero(t, v, "missing %q", k)
-			}
-		})
+				for k, v := range want {
+					require.Zero(t, v, "missing %q", k)
+				}
+			})
+		}
 	}
 }
 
 // TestMessageLimits: sizes and options Airhook cannot carry are refused
 // with the documented errors, and a short read buffer keeps the message.
 func TestMessageLimits(t *testing.T) {
-	c, s := messagePair(t, nil, links[0])
+	c, s := messagePair(t, &Config{Protocol: Airhook}, links[0])
 	require.Equal(t, 256, c.MaxMessage())
 	require.ErrorIs(t, c.WriteMessage(Message{Data: make([]byte, 257)}), ErrMessageTooLarge)
 	_, err := c.Write(nil)
@@ -171,7 +185,7 @@ func TestMessageConnSpeaksPlainAirhook(t *testing.T) {
 		}
 	}()
 
-	c := ClientMessages(udpSocket(t, nil, 0), raw.LocalAddr(), nil)
+	c := ClientMessages(udpSocket(t, nil, 0), raw.LocalAddr(), &Config{Protocol: Airhook})
 	defer c.Close()
 	require.NoError(t, c.WriteMessage(Message{Data: []byte("to the reference")}))
 	m, err := c.ReadMessage()

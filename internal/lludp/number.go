@@ -53,10 +53,10 @@ func NumberLen(n uint32) int {
 	return 0
 }
 
-// putNumber writes the wire form of n into b (at least 4 bytes) and
-// returns its length. A number without an encoding is written in its
-// 4-byte Low form, FF FF and its low 16 bits.
-func putNumber(b []byte, n uint32) int {
+// PutNumber writes the wire form of n, before zerocoding, into b (at
+// least 4 bytes) and returns its length (notes §1.2). A number without an
+// encoding is written in its 4-byte Low form, FF FF and its low 16 bits.
+func PutNumber(b []byte, n uint32) int {
 	switch NumberLen(n) {
 	case 1:
 		b[0] = byte(n)
@@ -69,10 +69,11 @@ func putNumber(b []byte, n uint32) int {
 	return 4
 }
 
-// parseNumber reads a message number at the start of b and returns it
-// with its length, or 0, 0 when b is too short (notes §1.2: byte 0 ≠ FF is
-// High, else byte 1 ≠ FF is Medium, else Low/Fixed from bytes 2–3).
-func parseNumber(b []byte) (uint32, int) {
+// ParseNumber reads a message number in its wire form, before
+// zerocoding, at the start of b and returns it with its length, or 0, 0
+// when b is too short (notes §1.2: byte 0 ≠ FF is High, else byte 1 ≠ FF
+// is Medium, else Low/Fixed from bytes 2–3).
+func ParseNumber(b []byte) (uint32, int) {
 	switch {
 	case len(b) >= 1 && b[0] != 0xFF:
 		return uint32(b[0]), 1

@@ -122,7 +122,7 @@ func ParsePacket(p []byte, dst *Packet, scratch []byte) error {
 			return err
 		}
 	}
-	n, l := parseNumber(region)
+	n, l := ParseNumber(region)
 	if l == 0 {
 		return errNumber
 	}
@@ -158,7 +158,7 @@ func AppendPacket(b []byte, p *Packet) []byte {
 	extra := p.Extra[:min(len(p.Extra), maxExtra)]
 	b = append(b, flags, byte(p.Seq>>24), byte(p.Seq>>16), byte(p.Seq>>8), byte(p.Seq), byte(len(extra)))
 	var num [4]byte
-	nl := putNumber(num[:], p.Message)
+	nl := PutNumber(num[:], p.Message)
 	encoded := false
 	if p.Flags&FlagZerocoded != 0 {
 		var c zeroCounter

@@ -19,9 +19,9 @@ func TestNumberEncoding(t *testing.T) {
 		{PacketAck, "fffffffb"}, {0xFFFFFFFF, "ffffffff"},
 	} {
 		var b [4]byte
-		l := putNumber(b[:], c.n)
+		l := PutNumber(b[:], c.n)
 		require.Equal(t, c.wire, hexs(b[:l]), "%#x", c.n)
-		n, l2 := parseNumber(b[:l])
+		n, l2 := ParseNumber(b[:l])
 		require.Equal(t, c.n, n)
 		require.Equal(t, l, l2)
 		require.Equal(t, l, NumberLen(c.n))
@@ -31,7 +31,7 @@ func TestNumberEncoding(t *testing.T) {
 	}
 	require.Equal(t, "Low", frequency(StreamMessage))
 	require.Equal(t, uint32(65000), StreamMessage&0xFFFF)
-	_, l := parseNumber([]byte{0xFF, 0xFF, 0x00})
+	_, l := ParseNumber([]byte{0xFF, 0xFF, 0x00})
 	require.Zero(t, l)
 }
 
@@ -100,7 +100,7 @@ func TestPacketRoundTrip(t *testing.T) {
 		plain := NumberLen(p.Message) + len(p.Extra) + len(p.Body)
 		region := wire[HeaderLen : len(wire)-trailerLen(len(p.Acks))]
 		var num [4]byte
-		enc := ZeroEncode(nil, append(append(num[:putNumber(num[:], p.Message)], p.Extra...), p.Body...))
+		enc := ZeroEncode(nil, append(append(num[:PutNumber(num[:], p.Message)], p.Extra...), p.Body...))
 		if p.Flags&FlagZerocoded != 0 && len(enc) < plain {
 			require.Equal(t, byte(FlagZerocoded), q.Flags&FlagZerocoded)
 			require.Equal(t, enc, region)

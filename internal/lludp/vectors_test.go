@@ -97,7 +97,7 @@ func TestZerocodeVectors(t *testing.T) {
 			// region is the decoded bytes when they start with a
 			// complete message number.
 			require.Equal(t, *c.Keeps, len(enc) < len(dec), c.Name)
-			if n, l := parseNumber(dec); l > 0 {
+			if n, l := ParseNumber(dec); l > 0 {
 				p := Packet{Flags: FlagZerocoded, Seq: 1, Message: n, Body: dec[l:]}
 				wire := AppendPacket(nil, &p)
 				require.Equal(t, *c.Keeps, wire[0]&FlagZerocoded != 0, c.Name)

@@ -1,0 +1,252 @@
+package rudp
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/lludp"
+	"github.com/rudpkit/rudp/internal/porous"
+)
+
+// Protocol selects the wire protocol (the reliability engine) a conn speaks.
+// The zero value selects the default protocol, POROUS.
+type Protocol uint8
+
+const (
+	// Airhook is the Airhook protocol (missed-message lists), wire-compatible
+	// with the airhook-2 C library: messages of 1 to 256 bytes, reliable,
+	// delivered exactly once but not in order. Streams add ordering on top.
+	Airhook Protocol = 1
+	// POROUS is the POROUS protocol (paper Rev 0.2), wire-compatible with
+	// its reference implementation lowquark/uflow at commit dde0da6:
+	// up to 256 channels (Config.Channels), each with reliable (in order),
+	// unreliable and passive messages of up to Config.MaxMessage bytes,
+	// fragmented into 1472-byte datagrams, with AIMD congestion control.
+	// Streams run on channel 0. It is the default protocol.
+	POROUS Protocol = 2
+	// LLUDP is the Second Life packet layer, wire-compatible with the
+	// Second Life viewer's message system: each message is a message number
+	// plus a body of up to 1190 bytes, reliable (acknowledged and resent)
+	// or not, zerocoded when that makes it shorter, delivered in arrival
+	// order. A circuit opens with UseCircuitCode (Config.Circuit). Streams
+	// ride in message number StreamMessageNumber.
+	LLUDP Protocol = 3
+)
+
+// StreamMessageNumber is the LLUDP message number (Low 65000, sent as
+// FF FF FD E8) that carries rudp's stream frames. The Second Life message
+// template uses Low numbers 1 to 431 only.
+const StreamMessageNumber = lludp.StreamMessage
+
+// String returns the protocol's name in lower case ("airhook", "porous",
+// "lludp"), or "default" for the zero value.
+func (p Protocol) String() string {
+	switch p {
+	case 0:
+		return "default"
+	case Airhook:
+		return "airhook"
+	case POROUS:
+		return "porous"
+	case LLUDP:
+		return "lludp"
+	}
+	return fmt.Sprintf("protocol(%d)", uint8(p))
+}
+
+// ParseProtocol returns the Protocol named s ("airhook", "porous",
+// "lludp"), as printed by Protocol.String. It returns an error wrapping
+// ErrUnknownProtocol for any other name.
+func ParseProtocol(s string) (Protocol, error) {
+	for _, p := range Protocols() {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("rudp: %w: %q", ErrUnknownProtocol, s)
+}
+
+// Protocols lists the protocols this version of rudp implements, the
+// default first.
+func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP} }
+
+// Circuit is what an LLUDP client presents in its UseCircuitCode message
+// when it opens a circuit; a Second Life region expects the values its
+// login service handed out. A zero Code is replaced by a random one.
+type Circuit struct {
+	Code      uint32
+	SessionID [16]byte
+	AgentID   [16]byte
+}
+
+// Limits of the protocol-specific Config fields.
+const (
+	// MaxChannels is the most POROUS channels (Config.Channels).
+	MaxChannels = porous.MaxChannels
+	// MaxMessagePOROUS is the largest POROUS message: 65536 fragments of
+	// 1452 bytes.
+	MaxMessagePOROUS = porous.MaxPacketLimit
+	// DefaultMaxMessage is the default Config.MaxMessage.
+	DefaultMaxMessage = 1 << 20
+)
+
+const (
+	// porousStreamPacket is the size of the POROUS packets that carry a
+	// stream's frames: one fragment, so one frame fills one datagram.
+	porousStreamPacket = porous.FragmentSize
+	// lludpAckDelay is how long an LLUDP ack waits for a datagram to ride
+	// on. The viewer waits up to 100 ms; acknowledging sooner keeps the
+	// sender's window of unacknowledged messages moving.
+	lludpAckDelay = 2 * time.Millisecond
+	// lludpMaxQueued bounds an LLUDP conn's unacknowledged reliable
+	// messages. LLUDP has no congestion control, so this is its whole
+	// window: 128 datagrams of up to 1400 bytes (179 KB) fit a default
+	// Linux socket receive buffer (208 KiB), so a burst is not dropped by
+	// the peer's kernel.
+	lludpMaxQueued = 128
+	// lludpStreamRTOMin is the floor of the RFC 6298 resend timeout of
+	// streams over LLUDP. Streams run between rudp peers, so they time
+	// resends from the acks (lludp.Config.AckRTT) rather than with the
+	// viewer's 1 s floor, which would stall a stream for a second per
+	// loss.
+	lludpStreamRTOMin = 10 * time.Millisecond
+)
+
+// validateProtocol checks the protocol-specific fields of a resolved
+// Config.
+func (c *Config) validateProtocol() error {
+	switch c.Protocol {
+	case Airhook, LLUDP:
+	case POROUS:
+		if c.Channels > MaxChannels {
+			return fmt.Errorf("rudp: Config.Channels %d above %d", c.Channels, MaxChannels)
+		}
+		for _, ch := range c.LowPriorityChannels {
+			if int(ch) >= c.Channels {
+				return fmt.Errorf("rudp: Config.LowPriorityChannels: channel %d of %d", ch, c.Channels)
+			}
+		}
+		if c.MaxMessage > MaxMessagePOROUS {
+			return fmt.Errorf("rudp: Config.MaxMessage %d above %d", c.MaxMessage, MaxMessagePOROUS)
+		}
+	default:
+		return fmt.Errorf("rudp: %w: %v", ErrUnknownProtocol, c.Protocol)
+	}
+	return nil
+}
+
+// datagramSize is the largest datagram the protocol's engine writes.
+func (c *Config) datagramSize() int {
+	if c.Protocol == POROUS {
+		return porous.MaxFrameSize // fixed by the wire format
+	}
+	return c.MTU
+}
+
+// newEngine builds the protocol engine for one association. stream selects
+// rudp's stream semantics, where a restarted peer ends the association
+// instead of being adopted silently; accept, that the association is a
+// listener's, created by a datagram from an unknown address.
+func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, error) {
+	switch c.Protocol {
+	case POROUS:
+		pri := make([]porous.Priority, c.Channels)
+		for _, ch := range c.LowPriorityChannels {
+			pri[ch] = porous.Low
+		}
+		maxPacket := c.MaxMessage
+		if stream {
+			maxPacket = porousStreamPacket
+		}
+		return porous.New(now, porous.Config{
+			Rand:                 c.Rand,
+			Channels:             c.Channels,
+			Priorities:           pri,
+			MaxPacket:            maxPacket,
+			Accept:               accept,
+			KeepAlive:            min(c.KeepAlive, porous.DefaultKeepAlive), // the reference pings every second
+			IdleTimeout:          c.IdleTimeout,
+			HandshakeTimeout:     c.HandshakeTimeout,
+			Linger:               c.Linger,
+			RejectNewPeerSession: stream,
+		})
+	case LLUDP:
+		circuit := lludp.Circuit(c.Circuit)
+		if circuit.Code == 0 && !accept {
+			code, err := randomCode(c.Rand)
+			if err != nil {
+				return nil, err
+			}
+			circuit.Code = code
+		}
+		limit := c.ResendLimit
+		if limit == 0 {
+			limit = -1 // unlimited: IdleTimeout ends a dead circuit
+		}
+		var rtoMin time.Duration // message conns: the viewer's resend timing
+		if stream {
+			rtoMin = lludpStreamRTOMin
+		}
+		return lludp.New(now, lludp.Config{
+			AckRTT:               stream,
+			RTOMin:               rtoMin,
+			Client:               !accept,
+			Circuit:              circuit,
+			Accept:               accept,
+			MaxDatagram:          min(c.MTU, lludp.DefaultMaxDatagram),
+			AckDelay:             lludpAckDelay,
+			ResendLimit:          limit,
+			MaxQueued:            lludpMaxQueued,
+			KeepAlive:            c.KeepAlive,
+			IdleTimeout:          c.IdleTimeout,
+			HandshakeTimeout:     c.HandshakeTimeout,
+			Linger:               c.Linger,
+			RejectNewPeerSession: stream,
+		})
+	}
+	return airhook.New(now, airhook.Config{
+		Rand:                 c.Rand,
+		MaxDatagram:          c.MTU,
+		KeepAlive:            c.KeepAlive,
+		IdleTimeout:          c.IdleTimeout,
+		HandshakeTimeout:     c.HandshakeTimeout,
+		Linger:               c.Linger,
+		RejectNewPeerSession: stream,
+	})
+}
+
+// streamOptions are the send options of a stream's frames.
+func (c *Config) streamOptions() engine.SendOptions {
+	if c.Protocol == LLUDP {
+		return engine.SendOptions{MessageNumber: lludp.StreamMessage}
+	}
+	return engine.SendOptions{}
+}
+
+// isStreamFrame reports whether a delivered message carries a stream frame
+// (LLUDP may deliver other message numbers, which a stream ignores).
+func (c *Config) isStreamFrame(m engine.Message) bool {
+	return c.Protocol != LLUDP || m.MessageNumber == lludp.StreamMessage
+}
+
+// randomCode draws a nonzero LLUDP circuit code from r (crypto/rand when
+// nil).
+func randomCode(r io.Reader) (uint32, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [4]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return 0, fmt.Errorf("rudp: circuit code: %w", err)
+		}
+		if v := binary.BigEndian.Uint32(b[:]); v != 0 {
+			return v, nil
+		}
+	}
+}
