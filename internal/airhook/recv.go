@@ -252,7 +252,7 @@ func (s *Session) deliver(msgs [][]byte) {
 	for _, m := range msgs {
 		start := len(buf)
 		buf = append(buf, m...)
-		s.recv = append(s.recv, engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
+		s.recv.Push(engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
 	}
 	s.nextIn += uint8(len(msgs))
 }

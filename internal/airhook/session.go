@@ -55,8 +55,7 @@ type Session struct {
 	pending int          // accepted by Send, not confirmed
 	order   uint64       // Send counter
 
-	recv     []engine.Message
-	recvHead int
+	recv engine.FIFO[engine.Message]
 
 	rtt          engine.RTT
 	now          time.Time // latest time seen
@@ -146,17 +145,11 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 // reference delivers them, which is not the Send order when a message had
 // to be retransmitted (notes §3.11).
 func (s *Session) Recv() (engine.Message, bool) {
-	if s.recvHead == len(s.recv) {
-		return engine.Message{}, false
+	m, ok := s.recv.Take()
+	if ok {
+		s.stats.MessagesRecv++
 	}
-	m := s.recv[s.recvHead]
-	s.recv[s.recvHead] = engine.Message{}
-	s.recvHead++
-	if s.recvHead == len(s.recv) {
-		s.recv, s.recvHead = s.recv[:0], 0
-	}
-	s.stats.MessagesRecv++
-	return m, true
+	return m, ok
 }
 
 // Close begins a graceful close at now. A session that knows no peer yet,

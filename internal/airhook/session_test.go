@@ -25,7 +25,7 @@ func snapshot(s *Session) Session {
 	c.pkt = Packet{}
 	c.free = slices.Clone(s.free)
 	c.queue.items = slices.Clone(s.queue.items)
-	c.recv = slices.Clone(s.recv)
+	c.recv = s.recv.Clone()
 	return c
 }
 

@@ -74,3 +74,28 @@ func TestTimeoutErrors(t *testing.T) {
 	}
 	require.NotErrorIs(t, ErrIdleTimeout, ErrHandshakeTimeout)
 }
+
+func TestFIFO(t *testing.T) {
+	var q FIFO[int]
+	_, ok := q.Take()
+	require.False(t, ok)
+	for i := range 5 {
+		q.Push(i)
+	}
+	q.Pop()
+	q.Pop()
+	require.Equal(t, 3, q.Len())
+	require.Equal(t, 2, *q.Front())
+	for i := 5; i < 20; i++ { // wraps storage: the live part moves to the front
+		q.Push(i)
+	}
+	for want := 2; want < 20; want++ {
+		v, ok := q.Take()
+		require.True(t, ok)
+		require.Equal(t, want, v)
+	}
+	require.Zero(t, q.Len())
+	q.Push(7)
+	q.Reset()
+	require.Zero(t, q.Len())
+}

@@ -86,7 +86,7 @@ func FuzzZeroCode(f *testing.F) {
 // checkInvariants verifies the bookkeeping of s.
 func checkInvariants(t *testing.T, s *Session) {
 	t.Helper()
-	n := s.queue.len()
+	n := s.queue.Len()
 	listed := 0
 	for m := s.resend.head; m != nil; m = m.next {
 		listed++
@@ -100,7 +100,7 @@ func checkInvariants(t *testing.T, s *Session) {
 	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
 	require.LessOrEqual(t, s.acks.len(), maxPendingAcks)
 	require.LessOrEqual(t, s.nPongs, maxPongs)
-	require.LessOrEqual(t, s.recv.len(), MaxRecvQueue)
+	require.LessOrEqual(t, s.recv.Len(), MaxRecvQueue)
 	require.LessOrEqual(t, s.state, engine.StateClosed)
 }
 

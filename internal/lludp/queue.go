@@ -1,10 +1,6 @@
 package lludp
 
-import (
-	"time"
-
-	"github.com/rudpkit/rudp/internal/engine"
-)
+import "time"
 
 // Bounds of the session's tables.
 const (
@@ -35,26 +31,6 @@ type outMsg struct {
 	resends  int
 	prev     *outMsg // resend list
 	next     *outMsg
-}
-
-// msgQueue is the FIFO of messages waiting to be sent.
-type msgQueue struct {
-	items []*outMsg
-	head  int
-}
-
-func (q *msgQueue) len() int { return len(q.items) - q.head }
-
-func (q *msgQueue) push(m *outMsg) { q.items = append(q.items, m) }
-
-func (q *msgQueue) front() *outMsg { return q.items[q.head] }
-
-func (q *msgQueue) pop() {
-	q.items[q.head] = nil
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	}
 }
 
 // msgList is the list of sent reliable datagrams awaiting an ack, oldest
@@ -112,26 +88,3 @@ func (r *ackRing) pop() uint32 {
 }
 
 func (r *ackRing) reset() { r.head, r.size = 0, 0 }
-
-// recvQueue is the FIFO of delivered messages.
-type recvQueue struct {
-	items []engine.Message
-	head  int
-}
-
-func (q *recvQueue) len() int { return len(q.items) - q.head }
-
-func (q *recvQueue) push(m engine.Message) { q.items = append(q.items, m) }
-
-func (q *recvQueue) pop() (engine.Message, bool) {
-	if q.head == len(q.items) {
-		return engine.Message{}, false
-	}
-	m := q.items[q.head]
-	q.items[q.head] = engine.Message{}
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	}
-	return m, true
-}

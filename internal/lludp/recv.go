@@ -80,7 +80,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		restart = true
 	}
 	app := !transport(p.Message)
-	if app && s.recv.len() >= MaxRecvQueue {
+	if app && s.recv.Len() >= MaxRecvQueue {
 		return errRecvFull
 	}
 
@@ -150,7 +150,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		if !dup {
 			data := make([]byte, len(p.Body))
 			copy(data, p.Body)
-			s.recv.push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
+			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
 		}
 	}
 	return nil

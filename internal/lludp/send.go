@@ -87,7 +87,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		s.stats.Retransmits++
 		return n
 	}
-	if s.open && s.queue.len() > 0 {
+	if s.open && s.queue.Len() > 0 {
 		return s.sendQueued(now, buf)
 	}
 	if at, ok := s.pingDue(); ok && !now.Before(at) {
@@ -117,13 +117,13 @@ func (s *Session) build(buf []byte, flags byte, number uint32, body []byte) []by
 
 // sendQueued sends the oldest queued message.
 func (s *Session) sendQueued(now time.Time, buf []byte) int {
-	m := s.queue.front()
+	m := *s.queue.Front()
 	if _, taken := s.unacked[s.nextSeq]; taken && m.reliable {
 		// 2^24 datagrams went out while one stayed unacknowledged.
 		s.fail(fmt.Errorf("%w: lludp: sequence number %#x still unacknowledged after 2^24 datagrams", engine.ErrRetransmitLimit, s.nextSeq))
 		return 0
 	}
-	s.queue.pop()
+	s.queue.Pop()
 	s.stats.MessagesSent++
 	if m.reliable {
 		return len(s.appendAcks(s.sendReliable(now, buf, m, FlagZerocoded)))

@@ -41,7 +41,7 @@ type Session struct {
 
 	// Sending (notes §3.2, §3.4).
 	nextSeq uint32
-	queue   msgQueue
+	queue   engine.FIFO[*outMsg]
 	unacked map[uint32]*outMsg // by sequence number
 	resend  msgList
 	free    []*outMsg
@@ -65,7 +65,7 @@ type Session struct {
 
 	// Receiving (notes §3.5).
 	win     window
-	recv    recvQueue
+	recv    engine.FIFO[engine.Message]
 	scratch []byte
 	pkt     Packet
 
@@ -151,7 +151,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	}
 	m.number, m.reliable, m.resends = opt.MessageNumber, opt.Delivery == engine.Reliable, 0
 	m.body = append(m.body[:0], p...)
-	s.queue.push(m)
+	s.queue.Push(m)
 	s.pending++
 	return nil
 }
@@ -169,7 +169,7 @@ func (s *Session) release(m *outMsg) {
 // ordering, notes §3.6). MessageNumber is the message's number; Reliable
 // is its RELIABLE flag.
 func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.pop()
+	m, ok := s.recv.Take()
 	if ok {
 		s.stats.MessagesRecv++
 	}

@@ -24,8 +24,8 @@ func snapshot(s *Session) Session {
 	c.pkt, c.scratch = Packet{}, nil
 	c.unacked = maps.Clone(s.unacked)
 	c.free = slices.Clone(s.free)
-	c.queue.items = slices.Clone(s.queue.items)
-	c.recv.items = slices.Clone(s.recv.items)
+	c.queue = s.queue.Clone()
+	c.recv = s.recv.Clone()
 	return c
 }
 
@@ -81,7 +81,7 @@ func TestSendErrors(t *testing.T) {
 	require.NoError(t, s.Send(make([]byte, 1190), engine.SendOptions{MessageNumber: 3}))
 	require.NoError(t, s.Send(nil, engine.SendOptions{MessageNumber: 0xFFFFFFFF, Delivery: engine.Unreliable}), "empty bodies are messages")
 	msg[0] = 'z' // Send copied it
-	require.Equal(t, byte(0), s.queue.front().body[0])
+	require.Equal(t, byte(0), (*s.queue.Front()).body[0])
 	require.ErrorIs(t, s.Send(nil, rel), engine.ErrQueueFull)
 	require.Equal(t, 3, s.Pending())
 

@@ -27,7 +27,7 @@ func (s *Session) Deadline() time.Time {
 	}
 	at, ok, _ := s.endAt()
 	earliest(at, ok)
-	earliest(s.now, s.hello != nil || s.nPongs > 0 || s.open && s.queue.len() > 0)
+	earliest(s.now, s.hello != nil || s.nPongs > 0 || s.open && s.queue.Len() > 0)
 	if m := s.resend.head; m != nil {
 		earliest(m.sentAt.Add(s.rto()), true)
 	}

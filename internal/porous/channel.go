@@ -70,7 +70,7 @@ func (it *qItem) size(s *Session) int {
 
 // take removes the next message of it, the front of q, and reports whether
 // it is reliable.
-func (s *Session) take(q *deque[qItem], it *qItem) (sentMsg, bool) {
+func (s *Session) take(q *engine.FIFO[qItem], it *qItem) (sentMsg, bool) {
 	m := sentMsg{kind: it.kind, ch: it.ch, seq: it.seq, lead: it.lead}
 	switch it.kind {
 	case MsgFragment:
@@ -78,7 +78,7 @@ func (s *Session) take(q *deque[qItem], it *qItem) (sentMsg, bool) {
 		m.pkt, m.frag = p, uint16(it.frag)
 		if it.frag == int(p.last) {
 			s.stats.MessagesSent++
-			q.pop()
+			q.Pop()
 		} else {
 			it.frag++
 		}
@@ -87,17 +87,17 @@ func (s *Session) take(q *deque[qItem], it *qItem) (sentMsg, bool) {
 		c := &s.txch[it.ch]
 		m.seq, c.wackQueued = c.wackSeq, false
 	}
-	q.pop()
+	q.Pop()
 	return m, true
 }
 
 // txChannel is the sending side of a channel (notes §3.5).
 type txChannel struct {
-	waiting    deque[*outPacket] // beyond the send window, in order
-	next       uint32            // next packet_seq
-	lastRel    uint32            // packet_seq of the last Reliable packet
-	base       uint32            // send window base, moved by WindowAcks
-	wackSeq    uint32            // newest WindowAck to send
+	waiting    engine.FIFO[*outPacket] // beyond the send window, in order
+	next       uint32                  // next packet_seq
+	lastRel    uint32                  // packet_seq of the last Reliable packet
+	base       uint32                  // send window base, moved by WindowAcks
+	wackSeq    uint32                  // newest WindowAck to send
 	prio       Priority
 	hasRel     bool
 	wackQueued bool
@@ -128,10 +128,10 @@ func (s *Session) queuePacket(data []byte, ch uint8, mode engine.Delivery) {
 	p.left = int(p.last) + 1
 	s.pending++
 	s.pendBytes += len(data)
-	if c.waiting.len() == 0 && (p.seq-c.base)&seqMask24 < ChannelWindow {
+	if c.waiting.Len() == 0 && (p.seq-c.base)&seqMask24 < ChannelWindow {
 		s.enqueue(p)
 	} else {
-		c.waiting.push(p)
+		c.waiting.Push(p)
 	}
 }
 
@@ -139,9 +139,9 @@ func (s *Session) queuePacket(data []byte, ch uint8, mode engine.Delivery) {
 // fragments, then its Sentinel if it has one.
 func (s *Session) enqueue(p *outPacket) {
 	q := &s.queues[s.txch[p.ch].prio]
-	q.push(qItem{kind: MsgFragment, ch: p.ch, pkt: p})
+	q.Push(qItem{kind: MsgFragment, ch: p.ch, pkt: p})
 	if p.sentinel {
-		q.push(qItem{kind: MsgSentinel, ch: p.ch, seq: p.seq, lead: p.lead})
+		q.Push(qItem{kind: MsgSentinel, ch: p.ch, seq: p.seq, lead: p.lead})
 	}
 }
 
@@ -153,12 +153,12 @@ func (c *txChannel) onWindowAck(s *Session, m uint32) {
 		return
 	}
 	c.base = nb
-	for c.waiting.len() > 0 {
-		p := *c.waiting.front()
+	for c.waiting.Len() > 0 {
+		p := *c.waiting.Front()
 		if (p.seq-c.base)&seqMask24 >= ChannelWindow {
 			return
 		}
-		c.waiting.pop()
+		c.waiting.Pop()
 		s.enqueue(p)
 	}
 }
@@ -170,7 +170,7 @@ func (s *Session) queueWindowAck(ch uint8, m uint32) {
 	c.wackSeq = m
 	if !c.wackQueued {
 		c.wackQueued = true
-		s.queues[c.prio].push(qItem{kind: MsgWindowAck, ch: ch})
+		s.queues[c.prio].Push(qItem{kind: MsgWindowAck, ch: ch})
 	}
 }
 
@@ -446,7 +446,7 @@ func (s *Session) deliver(ch uint8) {
 		case e.dud:
 		case e.complete():
 			if e.size <= s.cfg.MaxPacket {
-				s.recv = append(s.recv, engine.Message{Data: e.buf[:e.size:e.size], Channel: ch})
+				s.recv.Push(engine.Message{Data: e.buf[:e.size:e.size], Channel: ch})
 			}
 		case e.sentinel && (newest-e.seq)&seqMask24 >= ChannelWindow-WindowAckSpacing:
 		default:

@@ -150,8 +150,8 @@ func (s *Session) handle(f *Frame, n int) error {
 // dropped (each is an answer or a timer-driven repeat the peer or the
 // timer will ask for again).
 func (s *Session) pushCtl(t FrameType, v uint32) {
-	if s.ctl.len() < maxControl {
-		s.ctl.push(ctlFrame{typ: t, v: v})
+	if s.ctl.Len() < maxControl {
+		s.ctl.Push(ctlFrame{typ: t, v: v})
 	}
 }
 

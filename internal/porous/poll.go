@@ -41,9 +41,9 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 
 // next writes the next frame due, or returns 0.
 func (s *Session) next(buf []byte) int {
-	if s.ctl.len() > 0 {
-		c := *s.ctl.front()
-		s.ctl.pop()
+	if s.ctl.Len() > 0 {
+		c := *s.ctl.Front()
+		s.ctl.Pop()
 		return s.writeCtl(buf, c)
 	}
 	if s.st != stConnected {
@@ -66,7 +66,7 @@ func (s *Session) next(buf []byte) int {
 // flushed reports whether everything queued was sent and acknowledged,
 // which a graceful close waits for (notes §3.8).
 func (s *Session) flushed() bool {
-	return s.pending == 0 && s.ring.n == 0 && s.queues[0].len() == 0 && s.queues[1].len() == 0
+	return s.pending == 0 && s.ring.n == 0 && s.queues[0].Len() == 0 && s.queues[1].Len() == 0
 }
 
 // sendsConnect reports whether Connect is repeated: while connecting and
@@ -146,7 +146,7 @@ func (s *Session) Deadline() time.Time {
 	if s.st == stZombie {
 		return time.Time{}
 	}
-	if s.ctl.len() > 0 {
+	if s.ctl.Len() > 0 {
 		return s.now
 	}
 	var d time.Time

@@ -84,7 +84,7 @@ type Session struct {
 	twLimit    time.Time
 	finalDisc  bool // send one Disconnect after closing on Linger
 
-	ctl deque[ctlFrame]
+	ctl engine.FIFO[ctlFrame]
 
 	// Ping and RTT (notes §3.7).
 	pingID  uint16
@@ -105,10 +105,10 @@ type Session struct {
 	lastBackoff time.Time
 	lossSeen    bool // a loss happened since the last acknowledgement
 	firstLoss   time.Time
-	timeq       deque[timeEntry]
-	resendq     deque[uint32]
-	queues      [2]deque[qItem] // by Priority
-	unrel       []sentMsg       // scratch: unreliable messages of the frame being built
+	timeq       engine.FIFO[timeEntry]
+	resendq     engine.FIFO[uint32]
+	queues      [2]engine.FIFO[qItem] // by Priority
+	unrel       []sentMsg             // scratch: unreliable messages of the frame being built
 
 	// Transfer layer, receiving (notes §3.4).
 	ib        uint32
@@ -124,8 +124,7 @@ type Session struct {
 	pending   int
 	pendBytes int
 	free      []*outPacket
-	recv      []engine.Message
-	recvHead  int
+	recv      engine.FIFO[engine.Message]
 
 	now     time.Time
 	created time.Time
@@ -208,17 +207,11 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 // Recv returns the next delivered packet. Channel is set; Reliable is
 // false because the send mode is not on the wire (notes §1.2).
 func (s *Session) Recv() (engine.Message, bool) {
-	if s.recvHead == len(s.recv) {
-		return engine.Message{}, false
+	m, ok := s.recv.Take()
+	if ok {
+		s.stats.MessagesRecv++
 	}
-	m := s.recv[s.recvHead]
-	s.recv[s.recvHead] = engine.Message{}
-	s.recvHead++
-	if s.recvHead == len(s.recv) {
-		s.recv, s.recvHead = s.recv[:0], 0
-	}
-	s.stats.MessagesRecv++
-	return m, true
+	return m, ok
 }
 
 // Close begins a graceful close at now (notes §3.8). Send is refused from
@@ -307,7 +300,7 @@ func (s *Session) Capabilities() engine.Capabilities {
 func (s *Session) fail(err error) {
 	s.st = stZombie
 	s.err = err
-	s.ctl.reset()
+	s.ctl.Reset()
 	s.ackq = s.ackq[:0]
 }
 

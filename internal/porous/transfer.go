@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // Transfer-layer constants (notes §3.3, §3.4, §6).
@@ -143,7 +145,7 @@ func (s *Session) writeData(buf []byte) int {
 		if s.flight > 0 && s.flight+f.size > s.cwnd {
 			return 0
 		}
-		s.resendq.pop()
+		s.resendq.Pop()
 		n := s.encode(buf, f, nil)
 		s.stats.Retransmits++
 		s.transmitted(f, n)
@@ -161,7 +163,7 @@ func (s *Session) writeData(buf []byte) int {
 		if q == nil {
 			break
 		}
-		it := q.front()
+		it := q.Front()
 		sz := it.size(s)
 		if size+sz > limit {
 			break
@@ -208,26 +210,26 @@ func (s *Session) transmitted(f *txFrame, n int) {
 	f.sentAt, f.size, f.state = s.now, n, fsInFlight
 	f.sends++
 	s.flight += n
-	s.timeq.push(timeEntry{seq: f.seq, sends: f.sends})
+	s.timeq.Push(timeEntry{seq: f.seq, sends: f.sends})
 }
 
 // resendFront returns the next lost frame waiting for its resend, dropping
 // stale entries.
 func (s *Session) resendFront() *txFrame {
-	for s.resendq.len() > 0 {
-		if f := s.ring.get(*s.resendq.front()); f != nil && f.state == fsLost {
+	for s.resendq.Len() > 0 {
+		if f := s.ring.get(*s.resendq.Front()); f != nil && f.state == fsLost {
 			return f
 		}
-		s.resendq.pop()
+		s.resendq.Pop()
 	}
 	return nil
 }
 
 // frontQueue returns the queue the next message comes from: high
 // priority first.
-func (s *Session) frontQueue() *deque[qItem] {
+func (s *Session) frontQueue() *engine.FIFO[qItem] {
 	for i := range s.queues {
-		if s.queues[i].len() > 0 {
+		if s.queues[i].Len() > 0 {
 			return &s.queues[i]
 		}
 	}
@@ -247,7 +249,7 @@ func (s *Session) buildLimit() (int, bool) {
 	if s.flight > 0 {
 		limit = min(limit, s.cwnd-s.flight)
 	}
-	return limit, DataHeaderSize+q.front().size(s) <= limit
+	return limit, DataHeaderSize+q.Front().size(s) <= limit
 }
 
 // dataDue reports whether writeData would write a frame now.
@@ -338,17 +340,17 @@ func (s *Session) checkTimeouts() {
 	rto := s.rto()
 	lost := false
 	var sentAt time.Time // latest transmission among the lost frames
-	for s.timeq.len() > 0 {
-		e := s.timeq.front()
+	for s.timeq.Len() > 0 {
+		e := s.timeq.Front()
 		f := s.ring.get(e.seq)
 		if f == nil || f.state != fsInFlight || f.sends != e.sends {
-			s.timeq.pop()
+			s.timeq.Pop()
 			continue
 		}
 		if s.now.Before(f.sentAt.Add(rto)) {
 			break
 		}
-		s.timeq.pop()
+		s.timeq.Pop()
 		lost = true
 		if f.sentAt.After(sentAt) {
 			sentAt = f.sentAt
@@ -361,10 +363,10 @@ func (s *Session) checkTimeouts() {
 			for i := range f.msgs {
 				f.size += f.msgs[i].size()
 			}
-			s.resendq.push(f.seq)
+			s.resendq.Push(f.seq)
 		case f.seq%SentinelFrameSpacing == SentinelFrameSpacing-1:
 			f.state, f.size = fsLost, DataHeaderSize
-			s.resendq.push(f.seq)
+			s.resendq.Push(f.seq)
 		default:
 			f.state = fsDone
 		}
@@ -411,12 +413,12 @@ func (s *Session) congestion(sentAt time.Time) {
 // nextTimeout returns when the oldest transmission in flight times out,
 // dropping stale entries.
 func (s *Session) nextTimeout() (time.Time, bool) {
-	for s.timeq.len() > 0 {
-		e := s.timeq.front()
+	for s.timeq.Len() > 0 {
+		e := s.timeq.Front()
 		if f := s.ring.get(e.seq); f != nil && f.state == fsInFlight && f.sends == e.sends {
 			return f.sentAt.Add(s.rto()), true
 		}
-		s.timeq.pop()
+		s.timeq.Pop()
 	}
 	return time.Time{}, false
 }

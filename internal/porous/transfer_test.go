@@ -41,7 +41,7 @@ func checkInvariants(t testing.TB, s *Session) {
 	require.LessOrEqual(t, s.ring.n, TransferWindow)
 	require.GreaterOrEqual(t, s.cwnd, MaxFrameSize)
 	require.LessOrEqual(t, len(s.ackq), maxAckQueue)
-	require.LessOrEqual(t, s.ctl.len(), maxControl)
+	require.LessOrEqual(t, s.ctl.Len(), maxControl)
 	flight := 0
 	for i := range s.ring.n {
 		f := &s.ring.slots[(s.ring.head+i)&(len(s.ring.slots)-1)]
