@@ -39,12 +39,16 @@
 //     its step time (about 15 ms) giving headroom that srtt/2 stands in
 //     for: without it a queue building at a bottleneck, or the frames of
 //     one burst serialised behind each other, read as losses. The RTO
-//     doubles when the congestion window is reset (losses for 8 RTTs
+//     doubles when the congestion window is reset (losses for 8 RTOs
 //     without an acknowledgement: the path may be gone) and any
 //     acknowledgement restores it; the reference never backs off.
 //   - Congestion window (notes §3.3): initial 1472 bytes, ssthresh 1 GiB;
-//     reset after losses for 8·RTT without an acknowledgement (ssthresh =
-//     max(cwnd/2, 2944), cwnd = 1472). Back-off follows the paper's order
+//     reset after losses for 8·RTO without an acknowledgement (ssthresh =
+//     max(cwnd/2, 2944), cwnd = 1472): the paper's ρ·T_rto rather than
+//     the reference's ρ·T_rtt (notes §2 row 10), because with the RTO's
+//     10 ms floor a LAN's RTT of tens of microseconds made 8·RTT shorter
+//     than the wait for a single timeout, so any two losses in a row
+//     reset the window to one frame. Back-off follows the paper's order
 //     (eq. 11–12: cwnd = max(cwnd/2, 1472), then ssthresh = max(cwnd,
 //     2944)), not the reference's (ssthresh = the window before halving),
 //     which slow-starts straight back to the window that overflowed the

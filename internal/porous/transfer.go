@@ -22,7 +22,8 @@ const (
 	// minSsthresh is 2·MTU.
 	minSsthresh = 2 * MaxFrameSize
 	// resetFactor is ρ: the window is reset when losses continue for
-	// ρ·RTT without an acknowledgement (notes §2 row 10).
+	// ρ·RTO without an acknowledgement (the paper's T_rst = ρ·T_rto; the
+	// reference uses ρ·RTT, notes §2 row 10).
 	resetFactor = 8
 	// minCapRTT is the smallest RTT used for the congestion window cap
 	// RTT × rate (see Session.maxCwnd).
@@ -383,7 +384,7 @@ func (s *Session) checkTimeouts() {
 // already in flight then belong to the same congestion event, as in TCP's
 // recovery), in the paper's order (eq. 11–12: cwnd =
 // max(cwnd/2, MTU), then ssthresh = max(cwnd, 2·MTU), so that the window
-// grows linearly again; notes §2 row 11); when losses go on for ρ·RTT
+// grows linearly again; notes §2 row 11); when losses go on for ρ·RTO
 // without an acknowledgement it resets (ssthresh = max(cwnd/2, 2·MTU),
 // cwnd = MTU).
 // A reset also doubles the RTO, up to MaxRTO (a local choice: the path
@@ -393,7 +394,7 @@ func (s *Session) congestion(sentAt time.Time) {
 	switch {
 	case !s.lossSeen:
 		s.lossSeen, s.firstLoss = true, s.now
-	case s.now.Sub(s.firstLoss) >= resetFactor*srtt:
+	case s.now.Sub(s.firstLoss) >= resetFactor*s.rto():
 		s.ssthresh = max(s.cwnd/2, minSsthresh)
 		s.cwnd = MaxFrameSize
 		s.firstLoss = s.now

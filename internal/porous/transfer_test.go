@@ -212,3 +212,32 @@ func TestRandomDatagrams(t *testing.T) {
 	require.Equal(t, engine.StateEstablished, p.a.State())
 	require.NotZero(t, p.b.Stats().MessagesRecv)
 }
+
+// TestResetAfterRhoRTO: on a LAN (RTT 20 µs, so the RTO sits at its 10 ms
+// floor) timeouts come at least 10 ms apart, far more than 8·RTT; the
+// window is reset only when losses go on for 8·RTO without an
+// acknowledgement, not at the second timeout.
+func TestResetAfterRhoRTO(t *testing.T) {
+	p := newPair(t, Config{}, Config{}, 10*time.Microsecond, 0, 1)
+	p.runUntil(100, func() bool {
+		return p.a.State() == engine.StateEstablished && p.b.State() == engine.StateEstablished && p.a.rtt.Sampled()
+	})
+	s := p.a
+	require.Equal(t, MinRTO, s.rto())
+	s.cwnd, s.ssthresh = 64*MaxFrameSize, MaxCwnd
+	start := s.now
+
+	s.setNow(start)
+	s.congestion(start)
+	require.Equal(t, 32*MaxFrameSize, s.cwnd, "first loss: halved")
+	s.setNow(start.Add(MinRTO + time.Millisecond))
+	s.congestion(start.Add(MinRTO))
+	require.Equal(t, 16*MaxFrameSize, s.cwnd, "second timeout, 11 ms on: halved again, not reset")
+	require.Zero(t, s.backoff)
+
+	s.setNow(start.Add(resetFactor*MinRTO + time.Millisecond))
+	s.congestion(start.Add(resetFactor * MinRTO))
+	require.Equal(t, MaxFrameSize, s.cwnd, "losses for 8·RTO without an ack: reset")
+	require.Equal(t, 8*MaxFrameSize, s.ssthresh)
+	require.Equal(t, uint8(1), s.backoff)
+}
