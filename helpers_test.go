@@ -2,6 +2,7 @@ package rudp
 
 import (
 	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -62,4 +63,50 @@ func TestKeyOf(t *testing.T) {
 	require.Equal(t, keyOf(v4), keyOf(v4short), "IPv4 and IPv4-mapped forms are one peer")
 	require.NotEqual(t, keyOf(v4), keyOf(&net.UDPAddr{IP: net.IP{127, 0, 0, 1}, Port: 10}))
 	require.Equal(t, addrKey{s: "pipe"}, keyOf(&net.UnixAddr{Name: "pipe", Net: "unixgram"}))
+}
+
+// rawPeer is a bare UDP socket that speaks a protocol's bytes by hand to a
+// rudp listener, for wire-level tests.
+type rawPeer struct {
+	t   *testing.T
+	pc  net.PacketConn
+	to  net.Addr
+	buf []byte
+}
+
+func newRawPeer(t *testing.T, to net.Addr) *rawPeer {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	return &rawPeer{t: t, pc: pc, to: to, buf: make([]byte, 2048)}
+}
+
+// send sends one datagram.
+func (r *rawPeer) send(p []byte) {
+	r.t.Helper()
+	_, err := r.pc.WriteTo(p, r.to)
+	require.NoError(r.t, err)
+}
+
+// recv returns the next datagram, failing after 5 s.
+func (r *rawPeer) recv() []byte {
+	r.t.Helper()
+	require.NoError(r.t, r.pc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, _, err := r.pc.ReadFrom(r.buf)
+	require.NoError(r.t, err)
+	return append([]byte{}, r.buf[:n]...)
+}
+
+// requireClosedByPeer checks that s, whose peer c closed, reads io.EOF
+// once its messages are read, and that c finishes.
+func requireClosedByPeer(t *testing.T, s, c *MessageConn) {
+	t.Helper()
+	_, err := s.ReadMessage()
+	require.ErrorIs(t, err, io.EOF)
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the closed conn never finished")
+	}
 }

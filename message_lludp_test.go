@@ -3,9 +3,7 @@ package rudp
 import (
 	"encoding/binary"
 	"io"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -101,13 +99,7 @@ func TestLLUDPCloseIsEOF(t *testing.T) {
 		seen[m.Data[0]] = true
 	}
 	require.Len(t, seen, 50)
-	_, err := s.ReadMessage()
-	require.ErrorIs(t, err, io.EOF)
-	select {
-	case <-c.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the closed conn never finished")
-	}
+	requireClosedByPeer(t, s, c)
 }
 
 // TestLLUDPWire: a peer that is nothing but a UDP socket sending the
@@ -116,21 +108,13 @@ func TestLLUDPCloseIsEOF(t *testing.T) {
 func TestLLUDPWire(t *testing.T) {
 	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: LLUDP})
 	defer ln.Close()
-	raw, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer raw.Close()
-	send := func(p []byte) {
-		_, err := raw.WriteTo(p, ln.Addr())
-		require.NoError(t, err)
-	}
-	buf := make([]byte, 2048)
+	raw := newRawPeer(t, ln.Addr())
+	send := raw.send
 	// recv returns the next datagram's message (from byte 6) and its
 	// appended acks.
 	recv := func() (msg []byte, acks []uint32) {
-		require.NoError(t, raw.SetReadDeadline(time.Now().Add(5*time.Second)))
-		n, _, err := raw.ReadFrom(buf)
-		require.NoError(t, err)
-		p := buf[:n]
+		p := raw.recv()
+		n := len(p)
 		require.GreaterOrEqual(t, n, 7)
 		require.Zero(t, p[0]&0x80, "nothing here is worth zerocoding")
 		require.Zero(t, p[5], "no extra header")

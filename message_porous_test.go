@@ -3,8 +3,6 @@ package rudp
 import (
 	"context"
 	"encoding/binary"
-	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -152,13 +150,7 @@ func TestPOROUSCloseIsEOF(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, porousMessage(0, i, 3000), m.Data)
 	}
-	_, err := s.ReadMessage()
-	require.ErrorIs(t, err, io.EOF)
-	select {
-	case <-c.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the closed conn never finished")
-	}
+	requireClosedByPeer(t, s, c)
 }
 
 // TestPOROUSChannelMismatch: a listener refuses a peer configured with
@@ -180,20 +172,8 @@ func TestPOROUSChannelMismatch(t *testing.T) {
 func TestPOROUSWire(t *testing.T) {
 	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS})
 	defer ln.Close()
-	raw, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer raw.Close()
-	send := func(frame []byte) {
-		_, err := raw.WriteTo(frame, ln.Addr())
-		require.NoError(t, err)
-	}
-	buf := make([]byte, 2048)
-	recv := func() []byte {
-		require.NoError(t, raw.SetReadDeadline(time.Now().Add(5*time.Second)))
-		n, _, err := raw.ReadFrom(buf)
-		require.NoError(t, err)
-		return append([]byte{}, buf[:n]...)
-	}
+	raw := newRawPeer(t, ln.Addr())
+	send, recv := raw.send, raw.recv
 	// Connect: version 0, 1 channel, 100,000,000 B/s, nonce d430804d.
 	send([]byte{0x00, 0x00, 0x00, 0x05, 0xf5, 0xe1, 0x00, 0xd4, 0x30, 0x80, 0x4d})
 	var theirs []byte // the listener's Connect
