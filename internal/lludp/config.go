@@ -81,9 +81,10 @@ type Config struct {
 	// Accept marks a server session created for a datagram from an
 	// unknown address: that first datagram must be a valid reliable
 	// UseCircuitCode, else HandleDatagram returns an error wrapping
-	// engine.ErrRejected and the session, unchanged, stays in
-	// StateHandshake (the caller discards it). Servers behave the same
-	// with or without Accept; Accept with Client is invalid.
+	// engine.ErrRejected (engine.ErrMalformed when it does not parse) and
+	// the session, unchanged, stays in StateHandshake (the caller discards
+	// it). Servers behave the same with or without Accept; Accept with
+	// Client is invalid.
 	Accept bool
 	// MaxDatagram is the largest datagram Poll writes, in bytes; default
 	// DefaultMaxDatagram (1400), minimum MinMaxDatagram (64). A message is
@@ -110,9 +111,9 @@ type Config struct {
 	// AckRTT, when true, takes RTT samples from the acks of datagrams sent
 	// once (Karn's rule) and sets the resend timeout to the RFC 6298 RTO,
 	// SRTT + 4·RTTVAR within [RTOMin, RTOMax], in place of 5 × the
-	// averaged ping. A datagram resent a second time doubles it (RFC 6298
-	// §5.5), at most once per timeout period; the next ack of a fresh
-	// datagram takes the doubling back.
+	// averaged ping. A resend doubles it (RFC 6298 §5.5), at most once per
+	// timeout period however many datagrams time out in it; the next ack
+	// of a datagram sent once takes the doubling back.
 	// Only the timing of resends changes, nothing on the wire. The viewer
 	// does not do this; it suits peers that both run this package and
 	// need loss recovery at the pace of the path, as rudp's streams do
@@ -120,8 +121,8 @@ type Config struct {
 	AckRTT bool
 	// KeepAlive is the StartPingCheck interval once the circuit is open;
 	// default DefaultKeepAlive (5 s, without the viewer's ±5 %
-	// randomisation). Negative disables pings, and with them RTT
-	// measurement.
+	// randomisation). Negative disables pings, and with them the
+	// averaged ping's samples (AckRTT still samples the acks).
 	KeepAlive time.Duration
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
 	// long without an accepted datagram from the peer; default
@@ -140,9 +141,9 @@ type Config struct {
 	// reliably and not yet acknowledged); Send returns engine.ErrQueueFull
 	// at the bound. Default DefaultMaxQueued (1024).
 	MaxQueued int
-	// RejectNewPeerSession: once the circuit is open, a UseCircuitCode
-	// carrying a different Circuit makes HandleDatagram return
-	// engine.ErrPeerRestarted without changing any state, so that the
+	// RejectNewPeerSession: once the circuit is open, a reliable
+	// UseCircuitCode carrying a different Circuit makes HandleDatagram
+	// return engine.ErrPeerRestarted without changing any state, so that the
 	// caller can start a new session. When false the new circuit is
 	// adopted: receive state is reset, pending messages are resent to the
 	// new peer, and Stats.PeerRestarts counts it.

@@ -51,10 +51,11 @@
 //     same rule (the viewer's 3 retries, 5 s apart); its failure wraps
 //     engine.ErrHandshakeTimeout too.
 //   - Averaged ping: the viewer's formula, fed by StartPingCheck /
-//     CompletePingCheck round trips only (acks give no samples). Pings go
-//     out every Config.KeepAlive (5 s) without the viewer's ±5 %
-//     randomisation, from the time the circuit opens; replies to pings
-//     already answered are ignored.
+//     CompletePingCheck round trips only (acks give no samples; with
+//     Config.AckRTT they time resends instead). Pings go out every
+//     Config.KeepAlive (5 s) without the viewer's ±5 % randomisation,
+//     from the time the circuit opens; replies to pings already answered
+//     are ignored.
 //   - Duplicates: checked whatever the RESENT flag (the viewer checks only
 //     resends, so a datagram duplicated by the network reaches its
 //     application twice; OpenSim checks always). A 65,536-number bitmap
@@ -68,8 +69,8 @@
 //     holds its messages until that is acknowledged; a server accepts only
 //     a reliable UseCircuitCode until it has one (the viewer accepts
 //     nothing else off-circuit) and does not check its contents
-//     (Session.Circuit reports them). A later UseCircuitCode with another
-//     circuit is a restarted peer: adopted, or refused with
+//     (Session.Circuit reports them). A later reliable UseCircuitCode with
+//     another circuit is a restarted peer: adopted, or refused with
 //     engine.ErrPeerRestarted (Config.RejectNewPeerSession). A restarted
 //     client presenting the same circuit cannot be told from a duplicate;
 //     its first messages are acknowledged and dropped as duplicates until

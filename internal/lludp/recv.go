@@ -24,8 +24,9 @@ var (
 //     (the only message the viewer accepts off-circuit, notes §3.1), and
 //     when MaxRecvQueue messages wait for Recv and b carries a message;
 //   - engine.ErrPeerRestarted on a server with an open circuit and
-//     Config.RejectNewPeerSession for a UseCircuitCode carrying another
-//     Circuit;
+//     Config.RejectNewPeerSession for a reliable UseCircuitCode carrying
+//     another Circuit (an unreliable one cannot open a circuit, so it is
+//     not taken as a restarted peer either);
 //   - nil otherwise.
 //
 // No error changes any state other than Stats.PacketsRejected, which
@@ -73,7 +74,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		if !hello || !reliable {
 			return errNoCircuit
 		}
-	case server && hello && circuit != s.peerCircuit:
+	case server && hello && reliable && circuit != s.peerCircuit:
 		if s.cfg.RejectNewPeerSession {
 			return engine.ErrPeerRestarted
 		}
@@ -212,8 +213,8 @@ func (s *Session) adoptPeer() {
 // ping: avg = max(sample, avg), then avg = 0.8·avg + 0.2·sample, clamped
 // to 100 ms..2 s (notes §3.4). The first sample replaces the initial 1 s
 // instead (as RFC 6298 and POROUS do), so the resend timeout reaches its
-// 1 s floor with the first ping rather than after minutes of pings. Answers to pings already answered, or never
-// sent, are ignored.
+// 1 s floor with the first ping rather than after minutes of pings.
+// Answers to pings already answered, or never sent, are ignored.
 func (s *Session) pingAnswered(now time.Time, id uint8) {
 	later := int(s.pingID - id)
 	if later >= s.pingsOut {

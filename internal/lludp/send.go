@@ -20,12 +20,12 @@ import (
 // open; a StartPingCheck every Config.KeepAlive; PacketAck messages of up
 // to 251 IDs when the oldest owed ack has waited Config.AckDelay, 251 are
 // owed, or the session is closing (§3.3); CloseCircuit when closing.
-// Every datagram but a PacketAck or a resend carries as many owed acks as
-// fit: at most min(250, (1200 − length)/4) and within
-// Config.MaxDatagram. Transport messages are never zerocoded (their
-// template is Unencoded); application messages are zerocoded when that is
-// strictly shorter. Each datagram takes the next sequence number, modulo
-// 2^24 (§3.2).
+// Every datagram but a PacketAck, a resend or the client's UseCircuitCode
+// carries as many owed acks as fit: at most min(250, (1200 − length)/4)
+// and within Config.MaxDatagram. Transport messages are never zerocoded
+// (their template is Unencoded); application messages are zerocoded when
+// that is strictly shorter. Each datagram takes the next sequence number,
+// modulo 2^24 (§3.2).
 func (s *Session) Poll(now time.Time, buf []byte) int {
 	if s.state == engine.StateClosed {
 		return 0
@@ -74,10 +74,14 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		s.resend.remove(m)
 		n := copy(buf, m.wire)
 		buf[0] |= FlagResent
-		if s.rtt != nil && m.resends > 0 && !now.Before(s.backoffAt.Add(s.rtt.RTO())) {
-			// Resent before: the timeout is too short or the path is down.
+		if s.rtt != nil && !now.Before(s.backoffAt.Add(s.rtt.RTO())) {
+			// RFC 6298 §5.5: the timeout is too short or the path is down.
 			// One doubling per timeout period, however many datagrams
-			// time out in it.
+			// time out in it. Backing off from the first timeout matters:
+			// when the round trip lies between one and two timeouts,
+			// every datagram times out once and is acknowledged before a
+			// second timeout, Karn's rule gives no sample, and only the
+			// back-off lets a later datagram be acknowledged in time.
 			s.rtt.Backoff()
 			s.backoffAt = now
 		}

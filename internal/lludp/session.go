@@ -120,11 +120,12 @@ func (s *Session) maxBuilt() int { return min(MTUBytes, s.cfg.MaxDatagram) }
 // unreliably as opt.Delivery says. An empty p is a message with no body.
 // Errors:
 //   - engine.ErrClosed after Close or once the session ended;
-//   - engine.ErrUnsupported for Passive delivery, a Channel other than 0,
-//     a number outside the template ranges (High 1..254, Medium 1..254,
-//     Low 1..65529, Fixed 0xFFFFFFFA..0xFFFFFFFF, see NumberLen) or a
-//     transport number (StartPingCheck, CompletePingCheck,
-//     UseCircuitCode, PacketAck, OpenCircuit, CloseCircuit);
+//   - engine.ErrUnsupported for Passive or an unknown Delivery, a Channel
+//     other than 0, a number outside the template ranges (High 1..254,
+//     Medium 1..254, Low 1..65529, Fixed 0xFFFFFFFA..0xFFFFFFFF, see
+//     NumberLen) or a transport number (StartPingCheck,
+//     CompletePingCheck, UseCircuitCode, PacketAck, OpenCircuit,
+//     CloseCircuit);
 //   - engine.ErrMessageTooLarge for a body longer than
 //     Capabilities().MaxMessage (1190 bytes by default), whatever the
 //     number's length;
@@ -136,7 +137,8 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.state == engine.StateClosing || s.state == engine.StateClosed:
 		return engine.ErrClosed
-	case opt.Delivery == engine.Passive || opt.Channel != 0 || !sendable(opt.MessageNumber):
+	case opt.Delivery != engine.Reliable && opt.Delivery != engine.Unreliable,
+		opt.Channel != 0, !sendable(opt.MessageNumber):
 		return engine.ErrUnsupported
 	case len(p) > s.maxMessage():
 		return engine.ErrMessageTooLarge
@@ -221,7 +223,9 @@ func (s *Session) Err() error { return s.err }
 func (s *Session) Pending() int { return s.pending }
 
 // Stats returns a snapshot of the counters. SRTT is the viewer's averaged
-// ping (notes §3.4), RTO the current resend timeout, RTTVar is 0.
+// ping (notes §3.4) and RTTVar is 0, except with Config.AckRTT once an ack
+// gave a sample, when both come from the RFC 6298 estimator; RTO is the
+// current resend timeout.
 // Retransmits counts resends; Duplicates counts datagrams whose message
 // had arrived before (acknowledged again, not delivered).
 func (s *Session) Stats() engine.Stats {

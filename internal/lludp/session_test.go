@@ -637,8 +637,8 @@ func TestAckRTT(t *testing.T) {
 	p.advance(sent.Add(time.Millisecond))
 	p.ab.log = nil
 	p.advance(sent.Add(126*ms + 252*ms + time.Millisecond))
-	require.Len(t, p.ab.log, 2, "resent after 126 ms, then after 252 ms")
-	require.Equal(t, 252*ms, p.a.Stats().RTO, "doubled by the second resend")
+	require.Len(t, p.ab.log, 2, "resent after 126 ms, then 252 ms later")
+	require.Equal(t, 504*ms, p.a.Stats().RTO, "doubled by each resend")
 
 	p.ab.cut = false
 	p.advance(p.now.Add(time.Second))
@@ -646,4 +646,55 @@ func TestAckRTT(t *testing.T) {
 	require.NoError(t, p.a.Send([]byte("y"), rel))
 	p.advance(p.now.Add(time.Second))
 	require.Equal(t, 105*ms, p.a.Stats().RTO, "the ack of a fresh datagram takes the doubling back: 42 + 4·15.75 ms")
+}
+
+// TestAckRTTLongerPath: when the round trip grows past the resend timeout
+// (but stays below twice it), every datagram times out once and its ack
+// then arrives before a second timeout. Karn's rule forbids samples from
+// those datagrams, so only the back-off of the first timeout can lengthen
+// the timeout and let a fresh datagram be acknowledged in time to give a
+// sample; without it every datagram is sent twice for ever.
+func TestAckRTTLongerPath(t *testing.T) {
+	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms, ResendLimit: -1, KeepAlive: -1}
+	p := newPair(t, cfg, Config{AckDelay: 2 * ms, KeepAlive: -1}, 20*ms, 0, 1)
+	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
+	require.Equal(t, 126*ms, p.a.Stats().RTO)
+	p.ab.delay, p.ba.delay = 80*ms, 80*ms // 162 ms round trip
+	for range 100 {
+		require.NoError(t, p.a.Send([]byte("x"), rel))
+		p.advance(p.now.Add(20 * ms))
+	}
+	p.advance(p.now.Add(time.Second))
+	require.Zero(t, p.a.Pending())
+	st := p.a.Stats()
+	require.Less(t, st.Retransmits, uint64(10), "the timeout adapts to the longer path")
+	require.Greater(t, st.RTO, 162*ms)
+}
+
+// TestSendUnknownDelivery: a Delivery value the engine does not know is
+// refused, not sent unreliably.
+func TestSendUnknownDelivery(t *testing.T) {
+	s := openServer(t)
+	for _, d := range []engine.Delivery{engine.Passive, engine.Passive + 1, 0xFF} {
+		require.ErrorIs(t, s.Send([]byte("x"), engine.SendOptions{MessageNumber: 5, Delivery: d}), engine.ErrUnsupported, "%v", d)
+	}
+	require.Zero(t, s.Pending())
+}
+
+// TestUnreliableHelloNoRestart: an unreliable UseCircuitCode cannot open a
+// circuit (the Accept rule), so it cannot announce a restarted peer
+// either: it neither ends nor resets the circuit.
+func TestUnreliableHelloNoRestart(t *testing.T) {
+	c := testCircuit
+	c.Code = 999
+	hello := encode(Packet{Seq: 7, Message: UseCircuitCode, Body: appendCircuit(nil, c)})
+	for _, reject := range []bool{true, false} {
+		s := openServer(t, Config{RejectNewPeerSession: reject})
+		require.NoError(t, s.HandleDatagram(t0, hello))
+		require.Zero(t, s.Stats().PeerRestarts)
+		got, _ := s.Circuit()
+		require.Equal(t, testCircuit, got)
+		require.NoError(t, s.HandleDatagram(t0, unhex(t, helloHex)))
+		require.Equal(t, uint64(1), s.Stats().Duplicates, "the window was not reset")
+	}
 }

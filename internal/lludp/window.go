@@ -59,15 +59,38 @@ func (w *window) seen(seq uint32) bool {
 	return ok && int32(age) > f
 }
 
-// advance clears the bits of the d numbers after hi.
+// advance clears the bits of the d numbers after hi, a word at a time, so
+// that a peer jumping its numbers ahead costs at most the 1,024 words of
+// the bitmap per datagram.
 func (w *window) advance(d uint32) {
 	if d >= windowBits {
 		clear(w.bits[:])
 		return
 	}
-	for i := uint32(1); i <= d; i++ {
-		s := (w.hi + i) & seqMask
-		w.bits[s/64%uint32(len(w.bits))] &^= 1 << (s % 64)
+	// Bit x of the bitmap is number x mod windowBits; the range may wrap.
+	from := (w.hi + 1) % windowBits
+	if n := windowBits - from; d > n {
+		w.clearBits(from, n)
+		from, d = 0, d-n
+	}
+	w.clearBits(from, d)
+}
+
+// clearBits clears n bits from bit from, which do not pass the end of the
+// bitmap.
+func (w *window) clearBits(from, n uint32) {
+	end := from + n
+	if from/64 == end/64 {
+		w.bits[from/64] &^= (uint64(1)<<n - 1) << (from % 64)
+		return
+	}
+	if off := from % 64; off != 0 {
+		w.bits[from/64] &^= ^uint64(0) << off
+		from += 64 - off
+	}
+	clear(w.bits[from/64 : end/64])
+	if off := end % 64; off != 0 {
+		w.bits[end/64] &^= uint64(1)<<off - 1
 	}
 }
 
