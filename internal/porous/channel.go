@@ -2,6 +2,8 @@ package porous
 
 import (
 	"math/bits"
+	"slices"
+	"unsafe"
 
 	"github.com/rudpkit/rudp/internal/engine"
 )
@@ -207,6 +209,7 @@ type rxEntry struct {
 	bit0     uint64   // fragments received, up to 64
 	seq      uint32
 	got      int // fragments received
+	exempt   int // bytes charged to the channel's reserve (see admit)
 	size     int // packet size, known once the last fragment arrived
 	lead     uint16
 	last     uint16
@@ -233,54 +236,162 @@ func (e *rxEntry) set(i uint16) {
 func (e *rxEntry) complete() bool { return e.frags && !e.dud && e.got == int(e.last)+1 }
 
 // rxChannel is the receiving side of a channel: its window base and its
-// queue of entries sorted by packet_seq (live part ents[head:]).
+// queue of entries, indexed by packet_seq mod ChannelWindow (every entry
+// lies in [base, base + ChannelWindow), so the index is unique) in pages
+// of rxPageLen entries allocated while they hold one. Finding, adding and
+// dropping an entry take constant time whatever the order packets arrive
+// in; walking the queue in packet_seq order skips empty pages.
 type rxChannel struct {
-	ents []rxEntry
-	head int
-	base uint32
+	pages  *[ChannelWindow / rxPageLen]*rxPage // nil until the first entry
+	spare  *rxPage                             // the last page freed, for reuse
+	n      int                                 // entries
+	hi     uint32                              // packet_seq of the newest entry, when n > 0
+	base   uint32
+	exempt int // bytes on the channel's reserve, in its queue and in Recv's
 }
 
-func (c *rxChannel) live() []rxEntry { return c.ents[c.head:] }
+// recvCharge is the receive memory held by a packet in Recv's queue.
+type recvCharge struct {
+	n      int // entryCost + its buffer
+	exempt int // of which on its channel's reserve
+}
 
-// find returns the index in live() of the entry for packet seq, or where
-// it would be inserted.
-func (c *rxChannel) find(seq uint32) (int, bool) {
-	live := c.live()
-	off := (seq - c.base) & seqMask24
-	n := len(live)
-	if n == 0 {
+// rxPageLen is the number of entries of a receive page.
+const rxPageLen = 64
+
+// rxPage is a page of a channel's receive queue.
+type rxPage struct {
+	ents   [rxPageLen]rxEntry
+	used   uint64 // occupied slots
+	n      int
+	exempt int // bytes of the page itself charged to the channel's reserve
+}
+
+// pageCost is the memory charged for a receive page.
+var pageCost = int(unsafe.Sizeof(rxPage{}))
+
+// get returns the entry for packet seq, nil if there is none.
+func (c *rxChannel) get(seq uint32) *rxEntry {
+	if c.pages == nil {
+		return nil
+	}
+	i := seq & (ChannelWindow - 1)
+	pg := c.pages[i/rxPageLen]
+	if pg == nil || pg.used&(1<<(i%rxPageLen)) == 0 {
+		return nil
+	}
+	return &pg.ents[i%rxPageLen]
+}
+
+// hasPage reports whether the page of packet seq exists.
+func (c *rxChannel) hasPage(seq uint32) bool {
+	return c.pages != nil && c.pages[(seq&(ChannelWindow-1))/rxPageLen] != nil
+}
+
+// next returns the smallest offset from the base, at least off, that holds
+// an entry. The scan stops at the newest entry.
+func (c *rxChannel) next(off uint32) (uint32, bool) {
+	if c.n == 0 {
 		return 0, false
 	}
-	if lo := (live[n-1].seq - c.base) & seqMask24; off >= lo {
-		if off == lo {
-			return n - 1, true
-		}
-		return n, false
+	end := uint32(ChannelWindow) // no entry at or beyond end
+	if hi := (c.hi - c.base) & seqMask24; hi < ChannelWindow && c.get(c.hi) != nil {
+		end = hi + 1
 	}
-	i, j := 0, n-1
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if (live[h].seq-c.base)&seqMask24 < off {
-			i = h + 1
-		} else {
-			j = h
+	for off < end {
+		i := (c.base + off) & (ChannelWindow - 1)
+		bit := i % rxPageLen
+		span := min(rxPageLen-bit, end-off)
+		if pg := c.pages[i/rxPageLen]; pg != nil {
+			w := pg.used >> bit
+			if span < 64 {
+				w &= 1<<span - 1
+			}
+			if w != 0 {
+				return off + uint32(bits.TrailingZeros64(w)), true
+			}
 		}
+		off += span
 	}
-	return i, (live[i].seq-c.base)&seqMask24 == off
+	return 0, false
 }
 
-// insert adds e at index i of live() and returns it.
-func (c *rxChannel) insert(i int, e rxEntry) *rxEntry {
-	if c.head > 0 && len(c.ents) == cap(c.ents) {
-		n := copy(c.ents, c.ents[c.head:])
-		clear(c.ents[n:])
-		c.ents, c.head = c.ents[:n], 0
+// last returns the largest offset from the base that holds an entry: the
+// newest entry's, remembered by add, unless that entry was dropped.
+func (c *rxChannel) last() (uint32, bool) {
+	if c.n == 0 {
+		return 0, false
 	}
-	at := c.head + i
-	c.ents = append(c.ents, rxEntry{})
-	copy(c.ents[at+1:], c.ents[at:])
-	c.ents[at] = e
-	return &c.ents[at]
+	if off := (c.hi - c.base) & seqMask24; off < ChannelWindow && c.get(c.hi) != nil {
+		return off, true
+	}
+	for off := int(ChannelWindow - 1); off >= 0; {
+		i := (c.base + uint32(off)) & (ChannelWindow - 1)
+		bit := int(i % rxPageLen)
+		span := min(bit+1, off+1) // slots bit-span+1 .. bit
+		if pg := c.pages[i/rxPageLen]; pg != nil {
+			w := pg.used << (63 - bit) // slot bit at the top
+			if span < 64 {
+				w &^= 1<<(64-span) - 1
+			}
+			if w != 0 {
+				return uint32(off - bits.LeadingZeros64(w)), true
+			}
+		}
+		off -= span
+	}
+	return 0, false
+}
+
+// each calls f for every entry in packet_seq order.
+func (c *rxChannel) each(f func(*rxEntry)) {
+	for off, ok := c.next(0); ok; off, ok = c.next(off + 1) {
+		f(c.get(c.base + off))
+	}
+}
+
+// add stores e, whose slot is free, and returns it; newPage reports
+// whether its page was allocated for it.
+func (c *rxChannel) add(e rxEntry) (_ *rxEntry, newPage bool) {
+	if c.pages == nil {
+		c.pages = new([ChannelWindow / rxPageLen]*rxPage)
+	}
+	i := e.seq & (ChannelWindow - 1)
+	pg := c.pages[i/rxPageLen]
+	if pg == nil {
+		if pg, c.spare = c.spare, nil; pg != nil {
+			*pg = rxPage{}
+		} else {
+			pg = new(rxPage)
+		}
+		newPage = true
+		c.pages[i/rxPageLen] = pg
+	}
+	if c.n == 0 || (e.seq-c.hi)&seqMask24 < ChannelWindow {
+		c.hi = e.seq
+	}
+	pg.used |= 1 << (i % rxPageLen)
+	pg.n++
+	c.n++
+	pg.ents[i%rxPageLen] = e
+	return &pg.ents[i%rxPageLen], newPage
+}
+
+// drop removes the entry for packet seq, which exists, and returns the
+// page if it was freed with it.
+func (c *rxChannel) drop(seq uint32) *rxPage {
+	i := seq & (ChannelWindow - 1)
+	pg := c.pages[i/rxPageLen]
+	pg.ents[i%rxPageLen] = rxEntry{}
+	pg.used &^= 1 << (i % rxPageLen)
+	pg.n--
+	c.n--
+	if pg.n > 0 {
+		return nil
+	}
+	c.pages[i/rxPageLen] = nil
+	c.spare = pg // cleared when reused; the caller may still read it
+	return pg
 }
 
 // validFragment applies the receiver's validity rules (notes §1.2).
@@ -307,48 +418,152 @@ func (s *Session) bufferCost(m *Message) int {
 	return (int(m.LastFragmentID) + 1) * FragmentSize
 }
 
-// admit reports whether the fragments of f fit the reassembly budget. A
-// fragment of the packet at or before the front of its channel's queue is
-// always admitted, so the packet that blocks delivery can complete; the
-// budget then bounds the rest to Session.rxBudget bytes, plus one packet
-// per channel.
+// rxReserve is the memory a channel may take beyond the shared reassembly
+// budget for packets at or before the front of its queue: one entry, its
+// page and the largest buffer bufferCost allocates.
+func (s *Session) rxReserve() int {
+	return entryCost + pageCost + (s.cfg.MaxPacket/FragmentSize+1)*FragmentSize
+}
+
+// rxLimit bounds the receive memory, the reassembly queues plus the
+// packets delivered and not yet taken by Recv: the shared budget plus one
+// reserve per channel.
+func (s *Session) rxLimit() int { return s.rxBudget + s.cfg.Channels*s.rxReserve() }
+
+// rxNeed is a packet a Data frame being admitted refers to.
+type rxNeed struct {
+	seq uint32
+	ch  uint8
+	buf bool // its buffer exists or is counted
+}
+
+// admit reports whether the messages of f fit the receive memory, entries
+// (entryCost each), receive pages (pageCost each) and buffers
+// (bufferCost) alike. Normally they must fit
+// the shared budget, Session.rxBudget, which the packets waiting in Recv's
+// queue also count against. So that the packet that blocks delivery can
+// always complete, a channel with a message for a packet at or before the
+// front of its queue (any packet if the queue is empty) may instead take
+// what f needs on it from its own reserve (rxReserve), if that reserve has
+// room; the rest of f must then fit the shared budget. The memory is thus
+// bounded by rxLimit. Channels admitted on their reserve are marked in
+// s.exempt until the frame is processed.
 func (s *Session) admit(f *Frame) bool {
+	seen := s.needs[:0]
+	var front [MaxChannels / 64]uint64
 	need := 0
 	for i := range f.Messages {
 		m := &f.Messages[i]
-		if int(m.Channel) >= s.cfg.Channels || m.Type == MsgWindowAck {
+		if int(m.Channel) >= s.cfg.Channels || m.Type == MsgWindowAck || m.Type == MsgFragment && !validFragment(m) {
 			continue
 		}
 		c := &s.rxch[m.Channel]
 		off := (m.PacketSeq - c.base) & seqMask24
-		live := c.live()
-		if off >= ChannelWindow || len(live) == 0 || off <= (live[0].seq-c.base)&seqMask24 {
+		if off >= ChannelWindow {
 			continue
 		}
-		i, ok := c.find(m.PacketSeq)
-		if !ok {
-			need += entryCost
+		cost := 0
+		j := slices.IndexFunc(seen, func(n rxNeed) bool { return n.ch == m.Channel && n.seq == m.PacketSeq })
+		if j < 0 {
+			e := c.get(m.PacketSeq)
+			if e == nil {
+				cost += entryCost
+				page := (m.PacketSeq & (ChannelWindow - 1)) / rxPageLen
+				if !c.hasPage(m.PacketSeq) && !slices.ContainsFunc(seen, func(n rxNeed) bool {
+					return n.ch == m.Channel && (n.seq&(ChannelWindow-1))/rxPageLen == page
+				}) {
+					cost += pageCost
+				}
+			}
+			seen = append(seen, rxNeed{seq: m.PacketSeq, ch: m.Channel, buf: e != nil && (e.buf != nil || e.dud)})
+			j = len(seen) - 1
 		}
-		if m.Type == MsgFragment && (!ok || live[i].buf == nil && !live[i].dud) {
-			need += s.bufferCost(m)
+		if m.Type == MsgFragment && !seen[j].buf {
+			seen[j].buf = true
+			cost += s.bufferCost(m)
+		}
+		if cost == 0 {
+			continue
+		}
+		if f, ok := c.next(0); !ok || off <= f {
+			front[m.Channel/64] |= 1 << (m.Channel % 64)
+		}
+		s.chNeed[m.Channel] += cost
+		need += cost
+	}
+	s.needs = seen[:0]
+	total := s.rxBytes + s.recvBytes
+	ok := need == 0 || total+need <= s.rxBudget
+	if !ok {
+		ok, need = true, 0
+		for _, n := range seen {
+			switch k := s.chNeed[n.ch]; {
+			case k == 0: // counted already
+			case front[n.ch/64]&(1<<(n.ch%64)) == 0:
+				need += k
+			case s.rxch[n.ch].exempt+k > s.rxReserve():
+				ok = false
+			}
+			s.chNeed[n.ch] = 0
+		}
+		if ok = ok && total+need <= s.rxBudget; ok {
+			s.exempt = front
 		}
 	}
-	return need == 0 || s.rxBytes+need <= s.rxBudget
+	for _, n := range seen {
+		s.chNeed[n.ch] = 0
+	}
+	return ok
+}
+
+// chargePage accounts for a receive page allocated on channel ch.
+func (s *Session) chargePage(ch uint8, pg *rxPage) {
+	s.rxBytes += pageCost
+	if s.exempt[ch/64]&(1<<(ch%64)) != 0 {
+		pg.exempt += pageCost
+		s.rxch[ch].exempt += pageCost
+	}
+}
+
+// dropEntry removes entry e of channel ch and releases its memory.
+func (s *Session) dropEntry(ch uint8, e *rxEntry) {
+	c := &s.rxch[ch]
+	s.rxBytes -= entryCost + cap(e.buf)
+	c.exempt -= e.exempt
+	if pg := c.drop(e.seq); pg != nil {
+		s.rxBytes -= pageCost
+		c.exempt -= pg.exempt
+	}
+}
+
+// charge accounts for n bytes of receive memory taken by entry e of
+// channel ch, on the channel's reserve when admit put the channel there.
+func (s *Session) charge(ch uint8, e *rxEntry, n int) {
+	s.rxBytes += n
+	if s.exempt[ch/64]&(1<<(ch%64)) != 0 {
+		e.exempt += n
+		s.rxch[ch].exempt += n
+	}
 }
 
 // entry returns the entry for packet seq with dependent_lead lead on
 // channel c, creating it; nil if seq is outside the window or the entry
 // has another lead (notes §3.6).
-func (s *Session) entry(c *rxChannel, seq uint32, lead uint16) *rxEntry {
+func (s *Session) entry(ch uint8, seq uint32, lead uint16) *rxEntry {
+	c := &s.rxch[ch]
 	if (seq-c.base)&seqMask24 >= ChannelWindow {
 		return nil
 	}
-	i, ok := c.find(seq)
-	if !ok {
-		s.rxBytes += entryCost
-		return c.insert(i, rxEntry{seq: seq, lead: lead})
+	e := c.get(seq)
+	if e == nil {
+		var newPage bool
+		e, newPage = c.add(rxEntry{seq: seq, lead: lead})
+		if newPage {
+			s.chargePage(ch, c.pages[(seq&(ChannelWindow-1))/rxPageLen])
+		}
+		s.charge(ch, e, entryCost)
+		return e
 	}
-	e := &c.live()[i]
 	if e.lead != lead {
 		return nil
 	}
@@ -360,8 +575,7 @@ func (s *Session) onFragment(m *Message) {
 	if !validFragment(m) {
 		return
 	}
-	c := &s.rxch[m.Channel]
-	e := s.entry(c, m.PacketSeq, m.DependentLead)
+	e := s.entry(m.Channel, m.PacketSeq, m.DependentLead)
 	if e == nil {
 		return
 	}
@@ -374,7 +588,7 @@ func (s *Session) onFragment(m *Message) {
 		}
 		n := s.bufferCost(m)
 		e.buf = make([]byte, n)
-		s.rxBytes += n
+		s.charge(m.Channel, e, n)
 		if e.last >= 64 {
 			e.bits = make([]uint64, (int(e.last)+64)/64)
 		}
@@ -398,8 +612,7 @@ func (s *Session) onFragment(m *Message) {
 
 // onSentinel marks its packet's entry as a sentinel.
 func (s *Session) onSentinel(m *Message) {
-	c := &s.rxch[m.Channel]
-	if e := s.entry(c, m.PacketSeq, m.DependentLead); e != nil {
+	if e := s.entry(m.Channel, m.PacketSeq, m.DependentLead); e != nil {
 		if e.sentinel {
 			s.stats.Duplicates++
 		}
@@ -431,14 +644,13 @@ func (s *Session) deliverTouched() {
 // walk goes on after consuming a sentinel or dud (notes §4 bug 2).
 func (s *Session) deliver(ch uint8) {
 	c := &s.rxch[ch]
-	live := c.live()
-	if len(live) == 0 {
+	newest, ok := c.last()
+	if !ok {
 		return
 	}
-	newest := live[len(live)-1].seq
-	for i := 0; i < len(live); i++ {
-		e := &live[i]
-		off := (e.seq - c.base) & seqMask24
+	newest = (c.base + newest) & seqMask24
+	for off, ok := c.next(0); ok; off, ok = c.next(off + 1) {
+		e := c.get(c.base + off)
 		if e.lead != 0 && uint32(e.lead) <= off {
 			return
 		}
@@ -446,34 +658,32 @@ func (s *Session) deliver(ch uint8) {
 		case e.dud:
 		case e.complete():
 			if e.size <= s.cfg.MaxPacket {
+				n := entryCost + cap(e.buf)
 				s.recv.Push(engine.Message{Data: e.buf[:e.size:e.size], Channel: ch})
+				s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
+				s.recvBytes += n
+				e.exempt = 0 // the Recv queue holds it now
 			}
 		case e.sentinel && (newest-e.seq)&seqMask24 >= ChannelWindow-WindowAckSpacing:
 		default:
 			continue
 		}
-		s.consume(ch, c, i)
-		live = c.live()
-		i = -1
+		s.consume(ch, off)
+		off = ^uint32(0) // from the new base
 	}
 }
 
-// consume drops the first i+1 entries of the channel's queue and moves
-// its base past entry i, queueing a WindowAck when the base crosses a
-// multiple of 2048 (notes §3.6).
-func (s *Session) consume(ch uint8, c *rxChannel, i int) {
-	live := c.live()
-	for j := 0; j <= i; j++ {
-		s.rxBytes -= entryCost + cap(live[j].buf)
+// consume drops the entries of the channel's queue up to offset last
+// from its base and moves the base past it, queueing a WindowAck when the
+// base crosses a multiple of 2048 (notes §3.6).
+func (s *Session) consume(ch uint8, last uint32) {
+	c := &s.rxch[ch]
+	for off, ok := c.next(0); ok && off <= last; off, ok = c.next(off + 1) {
+		s.dropEntry(ch, c.get(c.base+off))
 	}
 	old := c.base
-	c.base = (live[i].seq + 1) & seqMask24
-	clear(live[:i+1])
-	c.head += i + 1
-	if c.head == len(c.ents) {
-		c.ents, c.head = c.ents[:0], 0
-	}
-	if d := (c.base - old) & seqMask24; int(old%WindowAckSpacing)+int(d) >= WindowAckSpacing {
+	c.base = (old + last + 1) & seqMask24
+	if d := last + 1; int(old%WindowAckSpacing)+int(d) >= WindowAckSpacing {
 		s.queueWindowAck(ch, ((c.base&^(WindowAckSpacing-1))-1)&seqMask24)
 	}
 }

@@ -95,11 +95,19 @@
 //   - Receiving: Data frames are accepted as the reference does (window
 //     [i_b − 32768, i_b + 32768)). A frame is dropped unacknowledged, so
 //     that the peer resends it later, when 65536 IDs already wait for a
-//     DataAck or when its fragments would take the reassembly memory
-//     above max(16 MiB, 4·MaxPacket) (64 bytes are charged per queued
-//     packet, the whole packet size on its first fragment); fragments of
-//     the packet at the front of a channel's queue are always admitted,
-//     so delivery never deadlocks.
+//     DataAck or when it would take the receive memory (reassembly queues
+//     and packets delivered but not yet taken by Recv) above the budget,
+//     max(16 MiB, 4·MaxPacket). Charged are 64 bytes per queued or
+//     delivered packet, its whole buffer on its first fragment, and each
+//     receive page (64 queue slots) while it is in use. So that the packet
+//     blocking a channel can complete, a frame whose packets lie at or
+//     before the front of their channel's queue may instead use that
+//     channel's reserve of one packet (entry, page and largest buffer);
+//     the receive memory is thus at most the budget plus one packet per
+//     channel, plus, uncharged, each channel's page table (8 KiB, once it
+//     has received) and one spare page kept for reuse. A caller that does not call Recv stops reception once the
+//     budget is full. A channel's queue is indexed by packet_seq, so that
+//     packets arriving in any order cost constant time each.
 //   - Delivery: the notes' §3.6 walk, which goes on after consuming a
 //     sentinel or dud entry (notes §4 bug 2). Delivered messages wait in
 //     Recv's queue, which the caller drains. engine.Message.Reliable is
@@ -110,10 +118,11 @@
 //     pending packets or Config.MaxQueuedBytes pending bytes (one packet
 //     is always admitted when nothing is pending).
 //   - Bounds: 64 queued control frames (more are dropped; each is repeated
-//     by its timer or by the peer), 8 outstanding pings, the transfer
-//     queue by the 32768-frame window, each channel's send queue by
-//     Pending's bounds and its receive queue by the 65536-packet window
-//     and the reassembly budget.
+//     by its timer or by the peer), 8 outstanding pings, 65536 frame IDs
+//     waiting for a DataAck, the transfer queue by the 32768-frame window,
+//     each channel's send queue by Pending's bounds, and its receive queue
+//     and Recv's queue by the 65536-packet window and the receive budget
+//     and reserves above.
 //   - Priorities: Config.Priorities, local only (notes §2 row 16).
 //   - Datagram size: never above 1472 bytes; a longer incoming datagram is
 //     malformed (the reference truncates it and fails to parse it).

@@ -38,7 +38,7 @@ func at(ms int) time.Time { return epoch.Add(time.Duration(ms) * time.Millisecon
 
 // connected returns two sessions after a simultaneous open at 0–1 ms and
 // their pings, answered at 3 ms, with nothing left to send.
-func connected(t *testing.T, cfgA, cfgB Config) (a, b *Session) {
+func connected(t testing.TB, cfgA, cfgB Config) (a, b *Session) {
 	t.Helper()
 	cfgA.Nonce, cfgB.Nonce = nonceA, nonceB
 	a, b = newSession(t, epoch, cfgA), newSession(t, epoch, cfgB)

@@ -13,13 +13,13 @@ import (
 // fakePeer drives one connected Session with hand-made frames, in place of
 // the session's peer (nonceB).
 type fakePeer struct {
-	t   *testing.T
+	t   testing.TB
 	s   *Session
 	seq uint32 // next frame_seq towards s
 	now time.Time
 }
 
-func newFakePeer(t *testing.T, cfg Config) *fakePeer {
+func newFakePeer(t testing.TB, cfg Config) *fakePeer {
 	s, _ := connected(t, cfg, Config{Channels: cfg.Channels})
 	return &fakePeer{t: t, s: s, seq: nonceA, now: at(10)}
 }

@@ -42,8 +42,8 @@ const (
 	maxPings     = 8       // outstanding pings remembered
 	pingHistory  = 3 * time.Second
 	maxTimeWait  = 20 * time.Second // longest TIME-WAIT (the reference's Disconnected lifetime)
-	minRecvBytes = 16 << 20         // smallest reassembly budget
-	entryCost    = 64               // bytes charged per receive-queue entry
+	minRecvBytes = 16 << 20         // smallest receive budget (see Session.admit)
+	entryCost    = 64               // bytes charged per queued or delivered packet
 )
 
 // ctlFrame is a control frame waiting to be sent (notes §3.1: Connect,
@@ -118,13 +118,18 @@ type Session struct {
 	// Sequencing layer (notes §3.5, §3.6).
 	txch      []txChannel
 	rxch      []rxChannel
-	rxBytes   int // reassembly memory charged
+	rxBytes   int // reassembly memory charged (receive queues)
+	recvBytes int // memory of the packets in recv (see recvCost)
 	rxBudget  int
+	exempt    [MaxChannels / 64]uint64 // channels admitted on their reserve
+	needs     []rxNeed                 // scratch of admit
+	chNeed    []int                    // scratch of admit, by channel
 	touched   [MaxChannels / 64]uint64
 	pending   int
 	pendBytes int
 	free      []*outPacket
 	recv      engine.FIFO[engine.Message]
+	recvCost  engine.FIFO[recvCharge] // parallel to recv
 
 	now     time.Time
 	created time.Time
@@ -149,6 +154,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		ssthresh:  1 << 30,
 		txch:      make([]txChannel, cfg.Channels),
 		rxch:      make([]rxChannel, cfg.Channels),
+		chNeed:    make([]int, cfg.Channels),
 		rxBudget:  max(minRecvBytes, 4*cfg.MaxPacket),
 		now:       now,
 		created:   now,
@@ -210,6 +216,9 @@ func (s *Session) Recv() (engine.Message, bool) {
 	m, ok := s.recv.Take()
 	if ok {
 		s.stats.MessagesRecv++
+		c, _ := s.recvCost.Take()
+		s.recvBytes -= c.n
+		s.rxch[m.Channel].exempt -= c.exempt
 	}
 	return m, ok
 }

@@ -429,8 +429,7 @@ func (s *Session) nextTimeout() (time.Time, bool) {
 // otherwise it is queued for acknowledgement, duplicates included, and
 // its messages go to their channels. A frame is refused unacknowledged
 // (the peer resends it) when maxAckQueue IDs already wait for a DataAck
-// or when its fragments would take the reassembly memory above its
-// budget.
+// or when its messages do not fit the receive memory (see admit).
 func (s *Session) handleData(f *Frame) error {
 	k := f.Seq
 	if k-(s.ib-TransferWindow) >= 2*TransferWindow {
@@ -439,6 +438,7 @@ func (s *Session) handleData(f *Frame) error {
 	if len(s.ackq) >= maxAckQueue || !s.admit(f) {
 		return errBusy
 	}
+	defer clear(s.exempt[:])
 	if k-s.ib < TransferWindow {
 		s.ib = k + 1
 	}

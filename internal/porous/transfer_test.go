@@ -52,13 +52,40 @@ func checkInvariants(t testing.TB, s *Session) {
 	}
 	require.Equal(t, flight, s.flight)
 	rx := 0
-	for _, c := range s.rxch {
-		for _, e := range c.live() {
+	exempt := make([]int, len(s.rxch))
+	for ch, c := range s.rxch {
+		n := 0
+		c.each(func(e *rxEntry) {
 			rx += entryCost + cap(e.buf)
+			exempt[ch] += e.exempt
+			n++
 			require.Less(t, (e.seq-c.base)&seqMask24, uint32(ChannelWindow))
+		})
+		require.Equal(t, c.n, n)
+		if c.pages != nil {
+			for _, pg := range c.pages {
+				if pg != nil {
+					rx += pageCost
+					exempt[ch] += pg.exempt
+					require.NotZero(t, pg.n)
+				}
+			}
 		}
 	}
 	require.Equal(t, rx, s.rxBytes)
+	require.Equal(t, s.recv.Len(), s.recvCost.Len())
+	recv, msgs, costs := 0, s.recv.Clone(), s.recvCost.Clone()
+	for m, ok := msgs.Take(); ok; m, ok = msgs.Take() {
+		c, _ := costs.Take()
+		recv += c.n
+		exempt[m.Channel] += c.exempt
+	}
+	require.Equal(t, recv, s.recvBytes)
+	for ch, c := range s.rxch {
+		require.Equal(t, exempt[ch], c.exempt, "channel %d reserve", ch)
+		require.LessOrEqual(t, c.exempt, s.rxReserve())
+	}
+	require.LessOrEqual(t, s.rxBytes+s.recvBytes, s.rxLimit())
 }
 
 // transfer sends n reliable packets each way on every channel over p and
