@@ -70,8 +70,9 @@
 //     is detected by timeout only, as in the reference, so goodput on
 //     links with heavy random loss is low.
 //   - Watchdog: Config.IdleTimeout (default 20 s) is reset by every
-//     datagram from the peer that decodes, not only by PingAck (notes §2
-//     row 9), and applies to the handshake too (ErrHandshakeTimeout).
+//     datagram from the peer that is accepted (decoded, and not refused
+//     as out of window or over the receive budget), not only by PingAck
+//     (notes §2 row 9), and applies to the handshake too (ErrHandshakeTimeout).
 //   - Disconnect: Close waits, bounded by Config.Linger (default 5 s), for
 //     everything queued to be sent and acknowledged, then sends
 //     Disconnect every 500 ms until DisconnectAck (notes §3.8). When
