@@ -148,10 +148,13 @@ func (s *Session) enqueue(p *outPacket) {
 }
 
 // onWindowAck moves the send window to m + 1 if that is at most one
-// window ahead (notes §3.5) and releases the packets now inside it.
+// window ahead (notes §3.5) and not beyond the next packet to send, and
+// releases the packets now inside it. A receiver acknowledges only
+// packets it was sent; a WindowAck past them (which the reference
+// accepts) would put every later packet behind the window for good.
 func (c *txChannel) onWindowAck(s *Session, m uint32) {
 	nb := (m + 1) & seqMask24
-	if (nb-c.base)&seqMask24 > ChannelWindow {
+	if d := (nb - c.base) & seqMask24; d > ChannelWindow || d > (c.next-c.base)&seqMask24 {
 		return
 	}
 	c.base = nb

@@ -25,6 +25,9 @@
 //     were queued, then DataAcks, then Data frames; but Poll hands out one
 //     frame at a time, so a flush is "Poll until 0". Every Data frame
 //     accepted is acknowledged at the next Poll.
+//   - WindowAck: one that would move a channel's send window past the
+//     next packet to send is ignored (the reference accepts it, and every
+//     later packet of the channel would then wait behind the window).
 //   - DataAck: each frame_seq at most once per DataAck (sorted, at most
 //     367 per frame), which keeps a reference sender clear of its
 //     flight-size wrap (notes §4 bug 1). Received DataAcks may repeat IDs;

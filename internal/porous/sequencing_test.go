@@ -385,3 +385,17 @@ func TestUnreliableTotalLoss(t *testing.T) {
 	require.Greater(t, p.b.rxch[0].base, uint32(2*ChannelWindow))
 	t.Logf("virtual %v, a %+v", p.now.Sub(epoch), p.a.Stats())
 }
+
+// TestWindowAckBeyondSent: a WindowAck for packets never sent is ignored,
+// so later packets are not held behind the window for good.
+func TestWindowAckBeyondSent(t *testing.T) {
+	p := newFakePeer(t, Config{})
+	require.NoError(t, p.s.Send([]byte("a"), engine.SendOptions{}))
+	require.Len(t, dataMessages(p.poll()), 1)
+	p.send(Message{Type: MsgWindowAck, PacketSeq: 2047})
+	require.Zero(t, p.s.txch[0].base, "packets 1..2047 were never sent")
+	require.NoError(t, p.s.Send([]byte("b"), engine.SendOptions{}))
+	ms := dataMessages(p.poll())
+	require.Len(t, ms, 1)
+	require.Equal(t, []byte("b"), ms[0].Data)
+}
