@@ -83,7 +83,8 @@
 //     not acknowledged.
 //   - Close: the protocol has no close handshake. Close waits until every
 //     pending message is acknowledged and owed acks are sent, then sends
-//     CloseCircuit twice, one averaged ping apart (it is unreliable), and
+//     CloseCircuit twice, one round trip apart (the averaged ping, or the
+//     SRTT with Config.AckRTT; it is unreliable), and
 //     ends; Config.Linger bounds the wait. A received CloseCircuit ends the
 //     session at once, with engine.ErrPeerClosed if messages of ours were
 //     pending.

@@ -105,7 +105,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		if s.closeSent++; s.closeSent == closeCopies {
 			s.state = engine.StateClosed
 		}
-		s.closeNext = now.Add(s.avgPing)
+		s.closeNext = now.Add(s.roundTrip())
 		return n
 	}
 	return 0

@@ -20,7 +20,7 @@ const (
 	// rtoFactor: the resend timeout is 5 × the averaged ping.
 	rtoFactor = 5
 	// closeCopies is how many CloseCircuit messages a graceful close
-	// sends, one averaged ping apart (it is unreliable, notes §3.1).
+	// sends, one round trip apart (it is unreliable, notes §3.1).
 	closeCopies = 2
 )
 
@@ -254,6 +254,15 @@ func (s *Session) Capabilities() engine.Capabilities {
 		Channels:   1,
 		Unreliable: true,
 	}
+}
+
+// roundTrip is the session's round-trip estimate: the RFC 6298 SRTT with
+// Config.AckRTT once sampled, else the averaged ping.
+func (s *Session) roundTrip() time.Duration {
+	if s.rtt != nil && s.rtt.Sampled() {
+		return s.rtt.SRTT()
+	}
+	return s.avgPing
 }
 
 // rto is the resend timeout: 5 × the averaged ping within

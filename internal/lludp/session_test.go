@@ -698,3 +698,16 @@ func TestUnreliableHelloNoRestart(t *testing.T) {
 		require.Equal(t, uint64(1), s.Stats().Duplicates, "the window was not reset")
 	}
 }
+
+// TestAckRTTCloseSpacing: with Config.AckRTT the two CloseCircuit copies
+// are one SRTT apart, not one averaged ping (1 s before any ping).
+func TestAckRTTCloseSpacing(t *testing.T) {
+	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms}
+	p := newPair(t, cfg, Config{AckDelay: 2 * ms}, 20*ms, 0, 1)
+	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
+	start := p.now
+	p.a.Close(start)
+	p.runUntil(100, func() bool { return p.a.State() == engine.StateClosed })
+	require.NoError(t, p.a.Err())
+	require.Equal(t, 42*ms, p.now.Sub(start), "second copy one SRTT (42 ms) after the first")
+}
