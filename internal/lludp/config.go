@@ -146,7 +146,9 @@ type Config struct {
 	// return engine.ErrPeerRestarted without changing any state, so that the
 	// caller can start a new session. When false the new circuit is
 	// adopted: receive state is reset, pending messages are resent to the
-	// new peer, and Stats.PeerRestarts counts it.
+	// new peer, and Stats.PeerRestarts counts it; a late UseCircuitCode of
+	// one of the last four circuits replaced this way is refused (error
+	// wrapping engine.ErrRejected).
 	RejectNewPeerSession bool
 	// InitialSeq is the first sequence number this end sends; 0 means 1,
 	// as the viewer. It must be below SeqWrap (2^24). Other values exist

@@ -12,6 +12,7 @@ import (
 var (
 	errNoCircuit = fmt.Errorf("%w: lludp: no circuit yet: only a reliable UseCircuitCode is accepted", engine.ErrRejected)
 	errRecvFull  = fmt.Errorf("%w: lludp: receive queue full", engine.ErrRejected)
+	errRetired   = fmt.Errorf("%w: lludp: UseCircuitCode of a circuit already replaced", engine.ErrRejected)
 )
 
 // HandleDatagram processes one datagram received at now (notes §1, §3). It
@@ -75,6 +76,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			return errNoCircuit
 		}
 	case server && hello && reliable && circuit != s.peerCircuit:
+		if s.retired(circuit) {
+			return errRetired // a late copy from before a restart
+		}
 		if s.cfg.RejectNewPeerSession {
 			return engine.ErrPeerRestarted
 		}
@@ -200,6 +204,8 @@ func (s *Session) circuitOpened(now time.Time) {
 // old peer is dropped. Our unacknowledged messages stay and are resent to
 // the new peer.
 func (s *Session) adoptPeer() {
+	s.replaced[s.nReplaced%len(s.replaced)] = s.peerCircuit
+	s.nReplaced++
 	s.stats.PeerRestarts++
 	s.win = window{}
 	s.acks.reset()
@@ -230,4 +236,16 @@ func (s *Session) pingAnswered(now time.Time, id uint8) {
 	avg := max(sample, s.avgPing)
 	avg = (4*avg + sample) / 5
 	s.avgPing = max(pingMin, min(avg, pingMax))
+}
+
+// retired reports whether c is one of the last circuits this session
+// replaced after a peer restart: a late copy of such a UseCircuitCode must
+// not switch the session back to the peer that is gone.
+func (s *Session) retired(c Circuit) bool {
+	for i := range min(s.nReplaced, len(s.replaced)) {
+		if s.replaced[i] == c {
+			return true
+		}
+	}
+	return false
 }

@@ -34,8 +34,10 @@ type Session struct {
 	now, created, lastRecv time.Time
 
 	// Circuit (notes §3.1).
-	open        bool    // client: UseCircuitCode acknowledged; server: received
-	peerCircuit Circuit // server: the peer's UseCircuitCode
+	open        bool       // client: UseCircuitCode acknowledged; server: received
+	peerCircuit Circuit    // server: the peer's UseCircuitCode
+	replaced    [4]Circuit // server: the last circuits replaced by restarts
+	nReplaced   int
 	hello       *outMsg // client: UseCircuitCode until it is first sent
 	openedAt    time.Time
 

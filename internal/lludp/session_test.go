@@ -711,3 +711,20 @@ func TestAckRTTCloseSpacing(t *testing.T) {
 	require.NoError(t, p.a.Err())
 	require.Equal(t, 42*ms, p.now.Sub(start), "second copy one SRTT (42 ms) after the first")
 }
+
+// TestLateHelloOfReplacedCircuit: after a restart has been adopted, a late
+// copy of the old client's UseCircuitCode is refused instead of switching
+// the session back to the peer that is gone.
+func TestLateHelloOfReplacedCircuit(t *testing.T) {
+	s := openServer(t)
+	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
+	require.Equal(t, uint64(1), s.Stats().PeerRestarts)
+	before, stats := snapshot(s), s.stats
+	late := unhex(t, helloHex)
+	late[0] |= FlagResent
+	require.ErrorIs(t, s.HandleDatagram(t0, late), engine.ErrRejected)
+	stats.PacketsRejected++
+	requireUnchanged(t, before, s, stats)
+	c, _ := s.Circuit()
+	require.Equal(t, uint32(999), c.Code)
+}
