@@ -186,7 +186,7 @@ func (s *Session) Recv() (engine.Message, bool) {
 // enters StateClosing: Send is refused, queued and unacknowledged messages
 // are still sent and resent, the peer is still answered and owed acks go
 // out at once; when nothing is pending, CloseCircuit is sent twice, one
-// averaged ping apart (it is unreliable; there is no close handshake,
+// round trip apart (it is unreliable; there is no close handshake,
 // notes §3.1), and the session reaches StateClosed with Err nil. When
 // Config.Linger runs out first, one CloseCircuit goes out with the next
 // Poll and Err wraps engine.ErrLingerTimeout if messages are left.
