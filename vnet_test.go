@@ -18,7 +18,8 @@ import (
 // pion virtual network whose NICs drop lossPercent of the datagrams they
 // receive (seeded), inside a synctest bubble: time is virtual, so the
 // timers of a long lossy transfer take no real time. It returns the
-// virtual time the transfer took and both ends' stats.
+// virtual time the transfer took and both ends' stats when the last byte
+// was read; the close that follows must complete on both ends.
 func vnetTransfer(t *testing.T, p Protocol, lossPercent int, size int) (elapsed time.Duration, cs, ss Stats) {
 	synctest.Test(t, func(t *testing.T) {
 		router, err := vnet.NewRouter(&vnet.RouterConfig{
@@ -57,11 +58,12 @@ func vnetTransfer(t *testing.T, p Protocol, lossPercent int, size int) (elapsed 
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(data, got), "sha256 %x, want %x", sha256.Sum256(got), sha256.Sum256(data))
 		elapsed = time.Since(start)
+		synctest.Wait() // everything due at this instant is done
+		cs, ss = c.Stats(), s.(*Conn).Stats()
 		require.NoError(t, s.Close())
 		require.NoError(t, ln.Close())
 		<-c.Done()
 		<-s.(*Conn).Done()
-		cs, ss = c.Stats(), s.(*Conn).Stats()
 	})
 	return elapsed, cs, ss
 }
@@ -86,17 +88,16 @@ func TestVNetLossyTransfer(t *testing.T) {
 }
 
 // TestVNetDeterministic: with seeded loss and virtual time, the whole stack
-// behaves the same on every run: same duration, same counters. POROUS is
-// left out: under loss its runs differ in duration (by milliseconds at 10 %
-// loss, by seconds at 50 %), as events that fall on the same virtual
-// instant (a datagram, a timer, the writer waking) are handled in an order
-// the scheduler picks, and its timers fall on the links' 5 ms grid.
+// behaves the same on every run: same duration, same counters. Only
+// Airhook is held to it. Events that fall on the same virtual instant (a
+// datagram, a timer, the writer waking) are handled in an order the
+// scheduler picks; POROUS (whose timers fall on the links' 5 ms grid)
+// then differs in duration under loss, and LLUDP now and then by one
+// keepalive answer counted before or after the end of the transfer.
 func TestVNetDeterministic(t *testing.T) {
-	for _, p := range []Protocol{Airhook, LLUDP} {
-		e1, c1, s1 := vnetTransfer(t, p, 50, 128<<10)
-		e2, c2, s2 := vnetTransfer(t, p, 50, 128<<10)
-		require.Equal(t, e1, e2, p)
-		require.Equal(t, c1, c2, p)
-		require.Equal(t, s1, s2, p)
-	}
+	e1, c1, s1 := vnetTransfer(t, Airhook, 50, 128<<10)
+	e2, c2, s2 := vnetTransfer(t, Airhook, 50, 128<<10)
+	require.Equal(t, e1, e2)
+	require.Equal(t, c1, c2)
+	require.Equal(t, s1, s2)
 }
