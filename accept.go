@@ -2,10 +2,10 @@ package rudp
 
 import (
 	"net"
-
-	"github.com/rudpkit/rudp/internal/engine"
 	"sync"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // acceptQueue holds a listener's new peers: those still in their handshake

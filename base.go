@@ -264,5 +264,20 @@ func (b *connBase) expire(code uint8, err error, cond func() bool) {
 	}
 }
 
+// waitIO runs the handshake, then waits as wait does for the read or
+// write op until check reports done, failing with os.ErrDeadlineExceeded
+// once dl has passed (at once if it already has).
+func (b *connBase) waitIO(op string, dl *deadline.Deadline, check func() (bool, error)) error {
+	if err := b.Handshake(context.Background()); err != nil {
+		return err
+	}
+	select {
+	case <-dl.Done():
+		return opError(op, b.LocalAddr(), b.raddr, errTimeout)
+	default:
+	}
+	return b.wait(dl.Done(), deadlineErr, op, check)
+}
+
 // deadlineErr is the stopErr of a deadline.
 func deadlineErr() error { return errTimeout }

@@ -11,15 +11,15 @@ import (
 
 // Default values of the Config fields.
 const (
-	DefaultMTU              = 1400
+	DefaultMTU              = 1400 // bytes of UDP payload
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultIdleTimeout      = 30 * time.Second
 	DefaultKeepAlive        = 5 * time.Second
 	DefaultLinger           = 10 * time.Second
-	DefaultRecvWindow       = 1 << 20
-	DefaultSendBuffer       = 1 << 20
-	DefaultBacklog          = 128
-	DefaultMaxRecvQueue     = 1024
+	DefaultRecvWindow       = 1 << 20 // bytes
+	DefaultSendBuffer       = 1 << 20 // bytes
+	DefaultBacklog          = 128     // new peers
+	DefaultMaxRecvQueue     = 1024    // messages
 )
 
 // Config configures conns and listeners. A nil *Config, and every zero

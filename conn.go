@@ -69,21 +69,15 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 // byte is available, the peer has finished (io.EOF), the read deadline
 // passes (os.ErrDeadlineExceeded) or the conn fails or is closed.
 func (c *Conn) Read(p []byte) (int, error) {
-	if err := c.Handshake(context.Background()); err != nil {
-		return 0, err
-	}
-	if deadlinePassed(c.rd.Done()) {
-		return 0, opError("read", c.LocalAddr(), c.raddr, errTimeout)
-	}
 	n := 0
-	err := c.wait(c.rd.Done(), deadlineErr, "read", func() (bool, error) {
+	err := c.waitIO("read", c.rd, func() (bool, error) {
 		if len(p) == 0 {
 			return true, nil
 		}
 		var err error
 		n, err = c.st.Read(p)
-		if n > 0 && !c.over {
-			c.a.settleLocked(time.Now()) // window update
+		if n > 0 && !c.over && c.st.HasFrame() {
+			c.a.settleLocked(time.Now()) // a window update is due
 		}
 		return n > 0, err
 	})
@@ -96,14 +90,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 // after Close or CloseWrite, or why the conn failed. Bytes counted as
 // written are delivered unless the conn fails.
 func (c *Conn) Write(p []byte) (int, error) {
-	if err := c.Handshake(context.Background()); err != nil {
-		return 0, err
-	}
-	if deadlinePassed(c.wd.Done()) {
-		return 0, opError("write", c.LocalAddr(), c.raddr, errTimeout)
-	}
 	total := 0
-	err := c.wait(c.wd.Done(), deadlineErr, "write", func() (bool, error) {
+	err := c.waitIO("write", c.wd, func() (bool, error) {
 		if c.over || c.st.Err() != nil {
 			return false, c.failure()
 		}
@@ -244,16 +232,6 @@ func (c *Conn) abortLocked(code uint8) {
 	if !c.aborted {
 		c.aborted = true
 		c.st.Abort(code)
-	}
-}
-
-// deadlinePassed reports whether a deadline channel has fired.
-func deadlinePassed(done <-chan struct{}) bool {
-	select {
-	case <-done:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -96,10 +96,19 @@ func dialSocket(ctx context.Context, config *Config, local net.Addr, network, ad
 }
 
 // runClient starts a client association on its endpoint, which then lives
-// as long as the association.
+// as long as the association. If the endpoint has already stopped (the
+// PacketConn was closed), the conn ends at once with net.ErrClosed rather
+// than waiting for a handshake that cannot run.
 func runClient(b *connBase) {
 	b.a.ep.serve()
-	b.begin(time.Now())
+	if !b.begin(time.Now()) {
+		a := b.a
+		a.mu.Lock()
+		a.over = true // never registered: nothing for endLocked to undo
+		a.up.ended(errClosed)
+		a.notifyLocked()
+		a.mu.Unlock()
+	}
 	b.a.ep.release()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -177,13 +178,7 @@ func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) *assoc {
 // refused reports an ICMP port unreachable on a connected socket to the
 // association: fatal during its handshake, ignored after.
 func (ep *endpoint) refused(err error) {
-	ep.mu.Lock()
-	var all []*assoc
-	for _, a := range ep.assocs {
-		all = append(all, a)
-	}
-	ep.mu.Unlock()
-	for _, a := range all {
+	for _, a := range ep.snapshot() {
 		a.refused(err)
 	}
 }
@@ -193,14 +188,18 @@ func (ep *endpoint) stop(err error) {
 	ep.mu.Lock()
 	ep.readErr = err
 	ep.newPeer = nil
-	all := make([]*assoc, 0, len(ep.assocs))
-	for _, a := range ep.assocs {
-		all = append(all, a)
-	}
 	ep.mu.Unlock()
-	for _, a := range all {
+	for _, a := range ep.snapshot() {
 		a.abandon(errClosed)
 	}
+}
+
+// snapshot returns the registered associations, to be called outside
+// ep.mu (lock order: a.mu, then ep.mu).
+func (ep *endpoint) snapshot() []*assoc {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return slices.Collect(maps.Values(ep.assocs))
 }
 
 // add registers a under its address; it takes a reference. It returns false

@@ -1,7 +1,6 @@
 package rudp
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -147,13 +146,7 @@ func (c *MessageConn) Read(p []byte) (int, error) {
 // read waits for the next message and gives it to take; the message is
 // consumed when take returns nil.
 func (c *MessageConn) read(take func(engine.Message) error) error {
-	if err := c.Handshake(context.Background()); err != nil {
-		return err
-	}
-	if deadlinePassed(c.rd.Done()) {
-		return opError("read", c.LocalAddr(), c.raddr, errTimeout)
-	}
-	return c.wait(c.rd.Done(), deadlineErr, "read", func() (bool, error) {
+	return c.waitIO("read", c.rd, func() (bool, error) {
 		if c.head == len(c.queue) {
 			if c.over && c.err == nil {
 				return false, io.EOF // the peer closed (POROUS, LLUDP)
@@ -178,14 +171,8 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 // express), os.ErrDeadlineExceeded, net.ErrClosed, or why the conn failed.
 // m.Data is copied before WriteMessage returns.
 func (c *MessageConn) WriteMessage(m Message) error {
-	if err := c.Handshake(context.Background()); err != nil {
-		return err
-	}
-	if deadlinePassed(c.wd.Done()) {
-		return opError("write", c.LocalAddr(), c.raddr, errTimeout)
-	}
 	opt := engine.SendOptions{Delivery: engine.Delivery(m.Delivery), Channel: m.Channel, MessageNumber: m.Number}
-	return c.wait(c.wd.Done(), deadlineErr, "write", func() (bool, error) {
+	return c.waitIO("write", c.wd, func() (bool, error) {
 		if c.a.eng.Pending() >= c.maxQueued {
 			return false, nil
 		}
@@ -271,8 +258,8 @@ func (c *MessageConn) failure() error {
 	return errClosed
 }
 
-// abortLocked implements kind: Airhook cannot tell the peer, so the
-// association just ends.
+// abortLocked implements kind: message protocols carry no reset, so
+// nothing is sent and the association just ends.
 func (c *MessageConn) abortLocked(uint8) {}
 
 func (c *MessageConn) base() *connBase { return &c.connBase }

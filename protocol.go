@@ -88,10 +88,10 @@ type Circuit struct {
 const (
 	// MaxChannels is the most POROUS channels (Config.Channels).
 	MaxChannels = porous.MaxChannels
-	// MaxMessagePOROUS is the largest POROUS message: 65536 fragments of
-	// 1452 bytes.
+	// MaxMessagePOROUS is the largest POROUS message, in bytes: 65536
+	// fragments of 1452 bytes.
 	MaxMessagePOROUS = porous.MaxPacketLimit
-	// DefaultMaxMessage is the default Config.MaxMessage.
+	// DefaultMaxMessage is the default Config.MaxMessage, in bytes.
 	DefaultMaxMessage = 1 << 20
 )
 

@@ -21,20 +21,20 @@ const closeWait = rudp.DefaultLinger + 2*time.Second
 // openSocket binds a UDP socket of network ("udp", "udp4" or "udp6") to
 // addr and impairs what it sends with imp, if imp impairs anything.
 // Unimpaired, rudp gets the *net.UDPConn itself, so that it can use
-// batched I/O.
+// batched I/O, and sizes its buffers itself.
 func openSocket(network, addr string, imp impair.Config) (net.PacketConn, error) {
 	pc, err := net.ListenPacket(network, addr)
 	if err != nil {
 		return nil, err
 	}
 	uc := pc.(*net.UDPConn)
+	if imp.Loss == 0 && imp.Delay == 0 && imp.Jitter == 0 {
+		return uc, nil
+	}
 	// Best effort: the kernel caps these at its configured maximum.
 	_ = uc.SetReadBuffer(socketBuffer)
 	_ = uc.SetWriteBuffer(socketBuffer)
-	if imp.Loss > 0 || imp.Delay > 0 || imp.Jitter > 0 {
-		return impair.New(uc, imp), nil
-	}
-	return uc, nil
+	return impair.New(uc, imp), nil
 }
 
 // listenStream opens a socket on addr and returns a rudp listener on it.

@@ -61,9 +61,13 @@ type Conn struct {
 	stats   Stats
 }
 
-// Stats counts what the wrapper did.
+// Stats counts what the wrapper did, in datagrams. Counters only grow.
 type Stats struct {
-	Sent, Dropped, Duplicated, Reordered, QueueDropped uint64
+	Sent         uint64 // sent or queued for sending, duplicates included
+	Dropped      uint64 // lost at random (Config.Loss)
+	Duplicated   uint64 // sent twice (Config.Duplicate)
+	Reordered    uint64 // held back by Config.ReorderDelay
+	QueueDropped uint64 // dropped because Config.MaxDelayed were waiting
 }
 
 // New wraps pc.
@@ -145,13 +149,14 @@ func (c *Conn) sender() {
 	defer close(c.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var due []delayed // reused: the datagrams due in one round
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return
 		}
-		var due []delayed
+		due = due[:0]
 		now := time.Now()
 		for c.line.Len() > 0 && !c.line[0].due.After(now) {
 			due = append(due, heap.Pop(&c.line).(delayed))
@@ -164,6 +169,7 @@ func (c *Conn) sender() {
 		for _, d := range due {
 			_, _ = c.PacketConn.WriteTo(d.p, d.addr)
 		}
+		clear(due) // keep no datagram reachable
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
