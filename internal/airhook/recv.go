@@ -12,6 +12,7 @@ var (
 	errUnknownSession = fmt.Errorf("%w: airhook: no peer session known and no session ID in the packet", engine.ErrRejected)
 	errWrongSession   = fmt.Errorf("%w: airhook: observed session is not ours", engine.ErrRejected)
 	errObservedRange  = fmt.Errorf("%w: airhook: observed sequence octet outside the range we sent", engine.ErrRejected)
+	errRecvFull       = fmt.Errorf("%w: airhook: receive queue full", engine.ErrRejected)
 )
 
 // HandleDatagram processes one datagram received at now, in the order of
@@ -19,8 +20,10 @@ var (
 //   - an error wrapping engine.ErrMalformed if b does not decode (see
 //     Decode; ErrOutOfBand for flag bit 7);
 //   - an error wrapping engine.ErrRejected if no peer session is known and
-//     b carries none, if its observed session is not ours, or if its
-//     observed sequence octet lies outside the range we sent;
+//     b carries none, if its observed session is not ours, if its
+//     observed sequence octet lies outside the range we sent, or if it
+//     is a new packet carrying messages while MaxRecvQueue messages wait
+//     for Recv;
 //   - engine.ErrPeerRestarted if Config.RejectNewPeerSession is set and b
 //     carries a session ID other than the known peer's;
 //   - engine.ErrClosed in StateClosed;
@@ -65,6 +68,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	}
 	if newPeer && s.peer != 0 && s.cfg.RejectNewPeerSession {
 		return engine.ErrPeerRestarted
+	}
+	if len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.recv.Len() >= MaxRecvQueue {
+		return errRecvFull // as if lost: its messages are reported missed later
 	}
 	s.received(now, n)
 	s.accept(now, p, newPeer)

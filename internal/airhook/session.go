@@ -189,7 +189,10 @@ func (s *Session) Err() error { return s.err }
 // confirmed by the peer: queued, in flight, or waiting to be resent.
 func (s *Session) Pending() int { return s.pending }
 
-// Stats returns a snapshot of the counters.
+// Stats returns a snapshot of the counters. SRTT, RTTVar and RTO are those
+// of the RFC 6298 estimator that times header repeats (SRTT and RTTVar
+// are zero before the first sample); Retransmits counts messages sent
+// again under a new number after the peer reported them missed.
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO()

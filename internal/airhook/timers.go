@@ -36,12 +36,18 @@ func (s *Session) Deadline() time.Time {
 // now.
 func (s *Session) applyTimers(now time.Time) {
 	if at, ok, cause := s.endAt(); ok && !now.Before(at) {
+		if cause == engine.ErrLingerTimeout {
+			cause = s.lingerError() // nil when nothing is left
+		}
 		s.fail(cause)
 	}
 }
 
 // endAt returns the earliest time at which the session ends by itself and
-// the cause it then ends with (nil for a graceful close).
+// the cause it then ends with: nil for a graceful close, and
+// engine.ErrLingerTimeout for Linger, which applyTimers turns into Err
+// (see lingerError) only when it fires, so that Deadline does not build
+// an error on every call.
 func (s *Session) endAt() (at time.Time, ok bool, cause error) {
 	consider := func(t time.Time, c error) {
 		if !ok || t.Before(at) {
@@ -52,7 +58,7 @@ func (s *Session) endAt() (at time.Time, ok bool, cause error) {
 		if s.pending == 0 && !s.newIncoming() && s.nMissed == 0 {
 			consider(s.lastRecv.Add(max(2*s.rtt.RTO(), MinTimeWait)), nil)
 		}
-		consider(s.closeAt.Add(s.cfg.Linger), s.lingerError())
+		consider(s.closeAt.Add(s.cfg.Linger), engine.ErrLingerTimeout)
 	}
 	if s.state == engine.StateHandshake && s.cfg.HandshakeTimeout > 0 {
 		consider(s.created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)

@@ -122,9 +122,12 @@ type Stats struct {
 	Retransmits     uint64 // messages sent again after a loss
 	Duplicates      uint64 // duplicate packets or messages dropped
 	PeerRestarts    uint64 // new peer sessions seen after the first
-	SRTT            time.Duration
-	RTTVar          time.Duration
-	RTO             time.Duration
+	// SRTT, RTTVar and RTO are the current round-trip estimate, its
+	// variation and the retransmission timeout; each engine's Stats says
+	// where they come from (zero when the engine has no such estimate).
+	SRTT   time.Duration
+	RTTVar time.Duration
+	RTO    time.Duration
 }
 
 // Engine is one end of one association, as a pure state machine.

@@ -2,6 +2,7 @@ package lludp
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -49,7 +50,7 @@ const circuitLen = 4 + 16 + 16
 
 // appendCircuit appends the UseCircuitCode body of c to b.
 func appendCircuit(b []byte, c Circuit) []byte {
-	b = append(b, byte(c.Code), byte(c.Code>>8), byte(c.Code>>16), byte(c.Code>>24))
+	b = binary.LittleEndian.AppendUint32(b, c.Code)
 	b = append(b, c.SessionID[:]...)
 	return append(b, c.AgentID[:]...)
 }
@@ -60,7 +61,7 @@ func parseCircuit(b []byte) (c Circuit, ok bool) {
 	if len(b) < circuitLen {
 		return c, false
 	}
-	c.Code = uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	c.Code = binary.LittleEndian.Uint32(b)
 	copy(c.SessionID[:], b[4:20])
 	copy(c.AgentID[:], b[20:36])
 	return c, true

@@ -193,7 +193,7 @@ func (s *Session) circuitOpened(now time.Time) {
 	if s.open {
 		return
 	}
-	s.open, s.openedAt, s.pingAt = true, now, now
+	s.open, s.pingAt = true, now
 	if s.state == engine.StateHandshake {
 		s.state = engine.StateEstablished
 	}

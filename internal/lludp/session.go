@@ -39,7 +39,6 @@ type Session struct {
 	replaced    [4]Circuit // server: the last circuits replaced by restarts
 	nReplaced   int
 	hello       *outMsg // client: UseCircuitCode until it is first sent
-	openedAt    time.Time
 
 	// Sending (notes §3.2, §3.4).
 	nextSeq uint32

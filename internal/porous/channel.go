@@ -60,7 +60,7 @@ type qItem struct {
 }
 
 // size is the encoded size of the item's next message.
-func (it *qItem) size(s *Session) int {
+func (it *qItem) size() int {
 	switch it.kind {
 	case MsgFragment:
 		return FragmentHeaderSize + len(it.pkt.fragment(it.frag))

@@ -329,7 +329,7 @@ func (s *Session) lingerError() error {
 // the RTT grow by half (a queue building at a bottleneck, frames of one
 // burst serialised one after the other) before a frame counts as lost.
 func (s *Session) rto() time.Duration {
-	d := time.Duration(initialRTO)
+	d := initialRTO
 	if s.rtt.Sampled() {
 		srtt := s.rtt.SRTT()
 		d = srtt + max(4*s.rtt.RTTVar(), srtt/2, time.Millisecond)

@@ -165,7 +165,7 @@ func (s *Session) writeData(buf []byte) int {
 			break
 		}
 		it := q.Front()
-		sz := it.size(s)
+		sz := it.size()
 		if size+sz > limit {
 			break
 		}
@@ -250,7 +250,7 @@ func (s *Session) buildLimit() (int, bool) {
 	if s.flight > 0 {
 		limit = min(limit, s.cwnd-s.flight)
 	}
-	return limit, DataHeaderSize+q.Front().size(s) <= limit
+	return limit, DataHeaderSize+q.Front().size() <= limit
 }
 
 // dataDue reports whether writeData would write a frame now.
