@@ -127,25 +127,25 @@ func TestRandomDatagrams(t *testing.T) {
 	}
 	for range 5_000 {
 		if rng.IntN(3) == 0 {
-			_ = p.a.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
-			_ = p.b.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
+			_ = p.A.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
+			_ = p.B.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
 		}
-		for _, l := range []*link{&p.ab, &p.ba} {
-			if len(l.queue) > 0 && len(seen) < 512 {
-				seen = append(seen, l.queue[0].data)
+		for _, l := range []*link{&p.AB, &p.BA} {
+			if len(l.Queue) > 0 && len(seen) < 512 {
+				seen = append(seen, l.Queue[0].Data)
 			}
 		}
-		p.now = p.now.Add(time.Millisecond)
-		_ = p.a.HandleDatagram(p.now, mutate())
-		_ = p.b.HandleDatagram(p.now, mutate())
-		if !p.step() {
-			p.now = p.now.Add(time.Second)
+		p.Now = p.Now.Add(time.Millisecond)
+		_ = p.A.HandleDatagram(p.Now, mutate())
+		_ = p.B.HandleDatagram(p.Now, mutate())
+		if !p.Step() {
+			p.Now = p.Now.Add(time.Second)
 		}
-		drain(p.a)
-		drain(p.b)
-		checkInvariants(t, p.a)
-		checkInvariants(t, p.b)
+		drain(p.A)
+		drain(p.B)
+		checkInvariants(t, p.A)
+		checkInvariants(t, p.B)
 	}
-	t.Logf("a: %+v", p.a.Stats())
-	t.Logf("b: %+v", p.b.Stats())
+	t.Logf("a: %+v", p.A.Stats())
+	t.Logf("b: %+v", p.B.Stats())
 }

@@ -44,14 +44,14 @@ func requireUnchanged(t *testing.T, before Session, s *Session, stats engine.Sta
 func idlePair(t *testing.T, cfgA, cfgB Config) *pair {
 	t.Helper()
 	p := newPair(t, cfgA, cfgB, 10*time.Millisecond, 0, 1)
-	require.NoError(t, p.a.Send([]byte("ping"), engine.SendOptions{}))
-	require.NoError(t, p.b.Send([]byte("pong"), engine.SendOptions{}))
-	p.runUntil(1000, func() bool {
-		return p.a.State() == engine.StateEstablished && p.b.State() == engine.StateEstablished &&
-			p.a.Pending() == 0 && p.b.Pending() == 0 && len(p.ab.queue) == 0 && len(p.ba.queue) == 0
+	require.NoError(t, p.A.Send([]byte("ping"), engine.SendOptions{}))
+	require.NoError(t, p.B.Send([]byte("pong"), engine.SendOptions{}))
+	p.RunUntil(1000, func() bool {
+		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished &&
+			p.A.Pending() == 0 && p.B.Pending() == 0 && len(p.AB.Queue) == 0 && len(p.BA.Queue) == 0
 	})
-	require.Equal(t, []string{"ping"}, drain(p.b))
-	require.Equal(t, []string{"pong"}, drain(p.a))
+	require.Equal(t, []string{"ping"}, drain(p.B))
+	require.Equal(t, []string{"pong"}, drain(p.A))
 	return p
 }
 
@@ -86,9 +86,9 @@ func TestHandshakeWithoutData(t *testing.T) {
 
 	// Both ends opening at once also settles.
 	p := newPair(t, Config{Session: idA}, Config{Session: idB}, 10*time.Millisecond, 0, 1)
-	p.runUntil(100, func() bool { return p.next().IsZero() })
-	require.Equal(t, engine.StateEstablished, p.a.State())
-	require.Equal(t, engine.StateEstablished, p.b.State())
+	p.RunUntil(100, func() bool { return p.Next().IsZero() })
+	require.Equal(t, engine.StateEstablished, p.A.State())
+	require.Equal(t, engine.StateEstablished, p.B.State())
 }
 
 func TestSessionPushRepeatedUntilConfirmed(t *testing.T) {
@@ -283,28 +283,28 @@ func TestOldPacketIgnored(t *testing.T) {
 func restartPair(t *testing.T, cfgA Config) (*pair, *Session, []byte) {
 	t.Helper()
 	p := idlePair(t, cfgA, Config{Session: idB})
-	p.ab.cut = true
-	require.NoError(t, p.a.Send([]byte("inflight"), engine.SendOptions{}))
-	p.advance(p.now.Add(time.Millisecond))
-	require.Equal(t, 1, p.a.Pending())
-	b2, err := New(p.now, Config{Session: idB + 1})
+	p.AB.Cut = true
+	require.NoError(t, p.A.Send([]byte("inflight"), engine.SendOptions{}))
+	p.Advance(p.Now.Add(time.Millisecond))
+	require.Equal(t, 1, p.A.Pending())
+	b2, err := New(p.Now, Config{Session: idB + 1})
 	require.NoError(t, err)
-	n := b2.Poll(p.now, p.buf)
-	require.Equal(t, "080000010b0b0b0c", hex.EncodeToString(p.buf[:n]))
-	return p, b2, slices.Clone(p.buf[:n])
+	n := b2.Poll(p.Now, p.Buf)
+	require.Equal(t, "080000010b0b0b0c", hex.EncodeToString(p.Buf[:n]))
+	return p, b2, slices.Clone(p.Buf[:n])
 }
 
 func TestPeerRestartAdopted(t *testing.T) {
 	p, b2, first := restartPair(t, Config{Session: idA})
-	a := p.a
-	require.NoError(t, a.HandleDatagram(p.now, first))
+	a := p.A
+	require.NoError(t, a.HandleDatagram(p.Now, first))
 	require.Equal(t, uint32(idB+1), a.PeerSession())
 	require.Equal(t, uint64(1), a.Stats().PeerRestarts)
 	require.Equal(t, engine.StateEstablished, a.State(), "no way back to handshake")
 
-	n := a.Poll(p.now, p.buf)
+	n := a.Poll(p.Now, p.Buf)
 	var pk Packet
-	require.NoError(t, Decode(p.buf[:n], &pk))
+	require.NoError(t, Decode(p.Buf[:n], &pk))
 	require.Equal(t, uint32(idA), pk.Session)
 	require.Equal(t, uint32(idB+1), pk.ObservedSession)
 	require.Equal(t, uint8(1), pk.ObservedSeq, "B' sent seq 1")
@@ -312,20 +312,20 @@ func TestPeerRestartAdopted(t *testing.T) {
 	require.Equal(t, [][]byte{[]byte("inflight")}, pk.Messages)
 	require.Equal(t, uint64(1), a.Stats().Retransmits)
 
-	require.NoError(t, b2.HandleDatagram(p.now, p.buf[:n]))
+	require.NoError(t, b2.HandleDatagram(p.Now, p.Buf[:n]))
 	require.Equal(t, []string{"inflight"}, drain(b2))
-	n = b2.Poll(p.now, p.buf)
-	require.NoError(t, a.HandleDatagram(p.now, p.buf[:n]))
+	n = b2.Poll(p.Now, p.Buf)
+	require.NoError(t, a.HandleDatagram(p.Now, p.Buf[:n]))
 	require.Zero(t, a.Pending())
 }
 
 func TestPeerRestartRejectedWhenConfigured(t *testing.T) {
 	p, _, first := restartPair(t, Config{Session: idA, RejectNewPeerSession: true})
-	before, stats := snapshot(p.a), p.a.stats
-	require.ErrorIs(t, p.a.HandleDatagram(p.now, first), engine.ErrPeerRestarted)
-	requireUnchanged(t, before, p.a, stats)
-	require.Equal(t, uint32(idB), p.a.PeerSession())
-	require.Zero(t, p.a.Stats().PeerRestarts)
+	before, stats := snapshot(p.A), p.A.stats
+	require.ErrorIs(t, p.A.HandleDatagram(p.Now, first), engine.ErrPeerRestarted)
+	requireUnchanged(t, before, p.A, stats)
+	require.Equal(t, uint32(idB), p.A.PeerSession())
+	require.Zero(t, p.A.Stats().PeerRestarts)
 }
 
 func TestWindowFullHeaderRepeat(t *testing.T) {
@@ -384,40 +384,40 @@ func TestMissedListCapped(t *testing.T) {
 func TestKeepAliveProbeAndIdleTimeout(t *testing.T) {
 	const keep, idle = 10 * time.Second, 25 * time.Second
 	p := idlePair(t, Config{Session: idA, KeepAlive: keep, IdleTimeout: idle}, Config{Session: idB})
-	a := p.a
-	require.True(t, p.b.Deadline().IsZero(), "B idle")
+	a := p.A
+	require.True(t, p.B.Deadline().IsZero(), "B idle")
 	last := a.lastRecv
 	require.Equal(t, last.Add(keep), a.Deadline())
 
 	// The probe: next sequence number, no messages, observed octet as in
 	// the previous packet (it confirms nothing new).
 	want := encode(Packet{Seq: a.lastSent + 1, ObservedSeq: a.lastObservedSent, Next: a.nextOut})
-	p.now = last.Add(keep)
-	n := a.Poll(p.now, p.buf)
-	require.Equal(t, want, p.buf[:n])
-	require.NoError(t, p.b.HandleDatagram(p.now, p.buf[:n]))
-	n = p.b.Poll(p.now, p.buf)
+	p.Now = last.Add(keep)
+	n := a.Poll(p.Now, p.Buf)
+	require.Equal(t, want, p.Buf[:n])
+	require.NoError(t, p.B.HandleDatagram(p.Now, p.Buf[:n]))
+	n = p.B.Poll(p.Now, p.Buf)
 	require.NotZero(t, n, "B answers the probe at once")
 	var pk Packet
-	require.NoError(t, Decode(p.buf[:n], &pk))
+	require.NoError(t, Decode(p.Buf[:n], &pk))
 	require.Equal(t, uint8(a.lastSent), pk.ObservedSeq, "and confirms it")
-	require.NoError(t, a.HandleDatagram(p.now, p.buf[:n]))
-	require.Zero(t, a.Poll(p.now, p.buf), "A does not answer the answer")
-	require.Zero(t, p.b.Poll(p.now, p.buf))
+	require.NoError(t, a.HandleDatagram(p.Now, p.Buf[:n]))
+	require.Zero(t, a.Poll(p.Now, p.Buf), "A does not answer the answer")
+	require.Zero(t, p.B.Poll(p.Now, p.Buf))
 
 	// Keep going with working links: probes keep A alive well past idle.
-	p.advance(p.now.Add(3 * idle))
+	p.Advance(p.Now.Add(3 * idle))
 	require.Equal(t, engine.StateEstablished, a.State())
 
 	// Cut the links: A probes every keep and gives up after idle.
-	p.ab.cut, p.ba.cut = true, true
+	p.AB.Cut, p.BA.Cut = true, true
 	sent := a.Stats().PacketsSent
 	lastRecv := a.lastRecv
-	p.runUntil(100, func() bool { return a.State() == engine.StateClosed })
-	require.Equal(t, lastRecv.Add(idle), p.now)
+	p.RunUntil(100, func() bool { return a.State() == engine.StateClosed })
+	require.Equal(t, lastRecv.Add(idle), p.Now)
 	require.ErrorIs(t, a.Err(), engine.ErrIdleTimeout)
 	require.Equal(t, sent+2, a.Stats().PacketsSent, "probes at +10 s and +20 s")
-	require.Equal(t, engine.StateEstablished, p.b.State(), "B has no idle timeout")
+	require.Equal(t, engine.StateEstablished, p.B.State(), "B has no idle timeout")
 }
 
 func TestHandshakeTimeoutWithBackoff(t *testing.T) {
@@ -441,7 +441,7 @@ func TestHandshakeTimeoutWithBackoff(t *testing.T) {
 
 func TestRTTSample(t *testing.T) {
 	p := idlePair(t, Config{Session: idA}, Config{Session: idB})
-	st := p.a.Stats()
+	st := p.A.Stats()
 	require.Equal(t, 20*time.Millisecond, st.SRTT, "one message, answered at once over 10 ms links")
 	require.Equal(t, 10*time.Millisecond, st.RTTVar)
 	require.Equal(t, 60*time.Millisecond, st.RTO)
@@ -450,47 +450,47 @@ func TestRTTSample(t *testing.T) {
 func TestCloseGraceful(t *testing.T) {
 	p := idlePair(t, Config{Session: idA}, Config{Session: idB})
 	for i := range 300 {
-		require.NoError(t, p.a.Send([]byte{byte(i)}, engine.SendOptions{}))
-		require.NoError(t, p.b.Send([]byte{byte(i)}, engine.SendOptions{}))
+		require.NoError(t, p.A.Send([]byte{byte(i)}, engine.SendOptions{}))
+		require.NoError(t, p.B.Send([]byte{byte(i)}, engine.SendOptions{}))
 	}
-	closeAt := p.now
-	p.a.Close(closeAt)
-	require.Equal(t, engine.StateClosing, p.a.State())
-	require.ErrorIs(t, p.a.Send([]byte("late"), engine.SendOptions{}), engine.ErrClosed)
+	closeAt := p.Now
+	p.A.Close(closeAt)
+	require.Equal(t, engine.StateClosing, p.A.State())
+	require.ErrorIs(t, p.A.Send([]byte("late"), engine.SendOptions{}), engine.ErrClosed)
 	var gotA, gotB int
-	p.runUntil(10_000, func() bool {
-		gotA += len(drain(p.a))
-		gotB += len(drain(p.b))
-		return p.a.State() == engine.StateClosed
+	p.RunUntil(10_000, func() bool {
+		gotA += len(drain(p.A))
+		gotB += len(drain(p.B))
+		return p.A.State() == engine.StateClosed
 	})
-	require.NoError(t, p.a.Err())
-	require.Equal(t, 300, gotB+len(drain(p.b)), "queued messages still delivered")
-	require.Equal(t, 300, gotA+len(drain(p.a)), "the peer still answered")
-	require.Zero(t, p.a.Pending())
-	require.Equal(t, p.a.lastRecv.Add(max(2*p.a.rtt.RTO(), MinTimeWait)), p.now,
+	require.NoError(t, p.A.Err())
+	require.Equal(t, 300, gotB+len(drain(p.B)), "queued messages still delivered")
+	require.Equal(t, 300, gotA+len(drain(p.A)), "the peer still answered")
+	require.Zero(t, p.A.Pending())
+	require.Equal(t, p.A.lastRecv.Add(max(2*p.A.rtt.RTO(), MinTimeWait)), p.Now,
 		"closed after a TIME-WAIT without datagrams")
-	require.Less(t, p.now.Sub(closeAt), DefaultLinger)
+	require.Less(t, p.Now.Sub(closeAt), DefaultLinger)
 }
 
 func TestCloseLingerTimeout(t *testing.T) {
 	p := idlePair(t, Config{Session: idA, Linger: 2 * time.Second}, Config{Session: idB})
-	p.ab.cut, p.ba.cut = true, true
-	require.NoError(t, p.a.Send([]byte("lost"), engine.SendOptions{}))
-	closeAt := p.now
-	p.a.Close(closeAt)
-	p.runUntil(100, func() bool { return p.a.State() == engine.StateClosed })
-	require.Equal(t, closeAt.Add(2*time.Second), p.now)
-	require.ErrorIs(t, p.a.Err(), engine.ErrLingerTimeout)
-	require.Equal(t, 1, p.a.Pending())
+	p.AB.Cut, p.BA.Cut = true, true
+	require.NoError(t, p.A.Send([]byte("lost"), engine.SendOptions{}))
+	closeAt := p.Now
+	p.A.Close(closeAt)
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateClosed })
+	require.Equal(t, closeAt.Add(2*time.Second), p.Now)
+	require.ErrorIs(t, p.A.Err(), engine.ErrLingerTimeout)
+	require.Equal(t, 1, p.A.Pending())
 
 	// Linger running out with nothing pending is a graceful end (here
 	// the quiet period of one RTO is longer than Linger).
 	q := idlePair(t, Config{Session: idA, Linger: time.Second, RTOInitial: 2 * time.Second, RTOMin: 2 * time.Second}, Config{Session: idB})
-	closeAt = q.now
-	q.a.Close(closeAt)
-	q.runUntil(1000, func() bool { return q.a.State() == engine.StateClosed })
-	require.Equal(t, closeAt.Add(time.Second), q.now)
-	require.NoError(t, q.a.Err())
+	closeAt = q.Now
+	q.A.Close(closeAt)
+	q.RunUntil(1000, func() bool { return q.A.State() == engine.StateClosed })
+	require.Equal(t, closeAt.Add(time.Second), q.Now)
+	require.NoError(t, q.A.Err())
 }
 
 // TestCloseDuringHandshake: a session that knows its peer but has not
@@ -498,18 +498,18 @@ func TestCloseLingerTimeout(t *testing.T) {
 // one that knows no peer closes at once.
 func TestCloseDuringHandshake(t *testing.T) {
 	p := newPair(t, Config{Session: idA}, Config{Session: idB}, 10*time.Millisecond, 0, 1)
-	p.runUntil(100, func() bool { return p.a.PeerSession() == idB })
-	require.Equal(t, engine.StateHandshake, p.a.State())
-	require.NoError(t, p.a.Send([]byte("last words"), engine.SendOptions{}))
-	p.a.Close(p.now)
-	require.Equal(t, engine.StateClosing, p.a.State())
-	p.runUntil(1000, func() bool { return p.a.State() == engine.StateClosed })
-	require.NoError(t, p.a.Err())
-	require.Equal(t, []string{"last words"}, drain(p.b))
+	p.RunUntil(100, func() bool { return p.A.PeerSession() == idB })
+	require.Equal(t, engine.StateHandshake, p.A.State())
+	require.NoError(t, p.A.Send([]byte("last words"), engine.SendOptions{}))
+	p.A.Close(p.Now)
+	require.Equal(t, engine.StateClosing, p.A.State())
+	p.RunUntil(1000, func() bool { return p.A.State() == engine.StateClosed })
+	require.NoError(t, p.A.Err())
+	require.Equal(t, []string{"last words"}, drain(p.B))
 
-	lone, err := New(p.now, Config{Session: idA})
+	lone, err := New(p.Now, Config{Session: idA})
 	require.NoError(t, err)
 	require.NoError(t, lone.Send([]byte("nobody"), engine.SendOptions{}))
-	lone.Close(p.now)
+	lone.Close(p.Now)
 	require.Equal(t, engine.StateClosed, lone.State())
 }

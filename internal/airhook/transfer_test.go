@@ -66,16 +66,16 @@ func TestLossyTransferExactlyOnce(t *testing.T) {
 	const total = 2000
 	p := newPair(t, Config{Session: 0x11111111}, Config{Session: 0x22222222}, 15*time.Millisecond, 0.3, 2026)
 	ab, ba := newFlow("ab", total, 1), newFlow("ba", total, 2)
-	p.runUntil(200_000, func() bool {
-		ab.feed(t, p.a)
-		ba.feed(t, p.b)
-		ab.collect(p.b)
-		ba.collect(p.a)
-		return ab.done() && ba.done() && p.a.Pending() == 0 && p.b.Pending() == 0
+	p.RunUntil(200_000, func() bool {
+		ab.feed(t, p.A)
+		ba.feed(t, p.B)
+		ab.collect(p.B)
+		ba.collect(p.A)
+		return ab.done() && ba.done() && p.A.Pending() == 0 && p.B.Pending() == 0
 	})
 	require.Equal(t, ab.want, ab.got)
 	require.Equal(t, ba.want, ba.got)
-	for _, s := range []*Session{p.a, p.b} {
+	for _, s := range []*Session{p.A, p.B} {
 		st := s.Stats()
 		require.Equal(t, engine.StateEstablished, s.State())
 		require.Equal(t, uint64(total), st.MessagesSent)
@@ -83,7 +83,7 @@ func TestLossyTransferExactlyOnce(t *testing.T) {
 		require.NotZero(t, st.Retransmits)
 		require.NotZero(t, st.SRTT)
 	}
-	t.Logf("virtual time %v, a: %+v", p.now.Sub(time.Unix(1_000_000, 0)), p.a.Stats())
+	t.Logf("virtual time %v, a: %+v", p.Now.Sub(time.Unix(1_000_000, 0)), p.A.Stats())
 }
 
 func BenchmarkSessionTransfer(b *testing.B) {

@@ -309,30 +309,30 @@ func TestAppendedAcksAppliedOnDuplicates(t *testing.T) {
 
 func TestPingPong(t *testing.T) {
 	p := newPair(t, Config{ResendLimit: -1}, Config{}, 20*ms, 0, 1)
-	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
-	opened := p.now // A's circuit opened on B's PacketAck
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished })
+	opened := p.Now // A's circuit opened on B's PacketAck
 	require.Equal(t, t0.Add(140*ms), opened, "hello at 0, B's PacketAck at 20+100 ms, 20 ms on the way")
-	p.advance(opened.Add(5*time.Second - time.Microsecond))
-	p.ab.log, p.ba.log = nil, nil
-	p.advance(opened.Add(5*time.Second + 40*ms))
+	p.Advance(opened.Add(5*time.Second - time.Microsecond))
+	p.AB.Log, p.BA.Log = nil, nil
+	p.Advance(opened.Add(5*time.Second + 40*ms))
 	// A: StartPingCheck seq 3 (seq 2 answered B's ping at 5.04 s),
 	// PingID 0, OldestUnacked 3: its own number, nothing is unacked. B
 	// answers at once with its seq 3.
-	require.Equal(t, []string{"000000000300" + "01" + "00" + "03000000"}, hexes(p.ab.log))
-	require.Equal(t, []string{"0000000003000200"}, hexes(p.ba.log))
-	st := p.a.Stats()
+	require.Equal(t, []string{"000000000300" + "01" + "00" + "03000000"}, hexes(p.AB.Log))
+	require.Equal(t, []string{"0000000003000200"}, hexes(p.BA.Log))
+	st := p.A.Stats()
 	require.Equal(t, 100*ms, st.SRTT, "the first sample, 40 ms, replaces the initial 1 s, within 100 ms..2 s")
 	require.Equal(t, time.Second, st.RTO, "5 × 100 ms, raised to RTOMin")
 
 	// OldestUnacked names the oldest unacknowledged reliable datagram.
-	p.ab.cut = true
-	require.NoError(t, p.a.Send([]byte("x"), rel))
-	require.NoError(t, p.a.Send([]byte("y"), rel))
-	p.advance(p.now.Add(time.Millisecond))
-	p.ab.log = nil
-	p.advance(opened.Add(10 * time.Second))
+	p.AB.Cut = true
+	require.NoError(t, p.A.Send([]byte("x"), rel))
+	require.NoError(t, p.A.Send([]byte("y"), rel))
+	p.Advance(p.Now.Add(time.Millisecond))
+	p.AB.Log = nil
+	p.Advance(opened.Add(10 * time.Second))
 	var pings []string
-	for _, b := range p.ab.log {
+	for _, b := range p.AB.Log {
 		var pk Packet
 		require.NoError(t, ParsePacket(b, &pk, nil))
 		if pk.Message == StartPingCheck {
@@ -343,19 +343,19 @@ func TestPingPong(t *testing.T) {
 
 	// Lost pings count: the answer to ping 1 arrives after ping 2 went
 	// out, and the sample is one interval plus the time since ping 2.
-	p.advance(opened.Add(15 * time.Second))
-	require.Equal(t, uint8(2), p.a.pingID)
-	require.Equal(t, 2, p.a.pingsOut)
-	before := p.a.avgPing
-	require.NoError(t, p.a.HandleDatagram(p.now.Add(100*ms), encode(Packet{Seq: 100, Message: CompletePingCheck, Body: []byte{1}})))
+	p.Advance(opened.Add(15 * time.Second))
+	require.Equal(t, uint8(2), p.A.pingID)
+	require.Equal(t, 2, p.A.pingsOut)
+	before := p.A.avgPing
+	require.NoError(t, p.A.HandleDatagram(p.Now.Add(100*ms), encode(Packet{Seq: 100, Message: CompletePingCheck, Body: []byte{1}})))
 	sample := 5*time.Second + 100*ms
-	require.Equal(t, min((4*max(sample, before)+sample)/5, 2*time.Second), p.a.avgPing)
-	require.Equal(t, 1, p.a.pingsOut)
+	require.Equal(t, min((4*max(sample, before)+sample)/5, 2*time.Second), p.A.avgPing)
+	require.Equal(t, 1, p.A.pingsOut)
 	// A repeated or unknown answer is ignored.
-	require.NoError(t, p.a.HandleDatagram(p.now.Add(200*ms), encode(Packet{Seq: 101, Message: CompletePingCheck, Body: []byte{1}})))
-	require.NoError(t, p.a.HandleDatagram(p.now.Add(200*ms), encode(Packet{Seq: 102, Message: CompletePingCheck, Body: []byte{9}})))
-	require.Equal(t, 2*time.Second, p.a.avgPing)
-	require.Equal(t, 10*time.Second, p.a.Stats().RTO, "5 × 2 s")
+	require.NoError(t, p.A.HandleDatagram(p.Now.Add(200*ms), encode(Packet{Seq: 101, Message: CompletePingCheck, Body: []byte{1}})))
+	require.NoError(t, p.A.HandleDatagram(p.Now.Add(200*ms), encode(Packet{Seq: 102, Message: CompletePingCheck, Body: []byte{9}})))
+	require.Equal(t, 2*time.Second, p.A.avgPing)
+	require.Equal(t, 10*time.Second, p.A.Stats().RTO, "5 × 2 s")
 }
 
 func hexes(bs [][]byte) []string {
@@ -420,23 +420,23 @@ func TestHandshakeTimeout(t *testing.T) {
 func TestCloseGraceful(t *testing.T) {
 	p := newPair(t, Config{}, Config{}, 10*ms, 0, 1)
 	for i := range 3 {
-		require.NoError(t, p.a.Send([]byte{byte('a' + i)}, rel))
+		require.NoError(t, p.A.Send([]byte{byte('a' + i)}, rel))
 	}
-	require.NoError(t, p.b.Send([]byte("from b"), rel))
-	p.a.Close(p.now)
-	require.Equal(t, engine.StateClosing, p.a.State())
-	require.ErrorIs(t, p.a.Send(nil, rel), engine.ErrClosed)
+	require.NoError(t, p.B.Send([]byte("from b"), rel))
+	p.A.Close(p.Now)
+	require.Equal(t, engine.StateClosing, p.A.State())
+	require.ErrorIs(t, p.A.Send(nil, rel), engine.ErrClosed)
 	var gotB []string
-	p.runUntil(1000, func() bool {
-		gotB = append(gotB, drain(p.b)...)
-		return p.a.State() == engine.StateClosed && p.b.State() == engine.StateClosed
+	p.RunUntil(1000, func() bool {
+		gotB = append(gotB, drain(p.B)...)
+		return p.A.State() == engine.StateClosed && p.B.State() == engine.StateClosed
 	})
 	require.Equal(t, []string{"a", "b", "c"}, gotB)
-	require.NoError(t, p.a.Err())
-	require.NoError(t, p.b.Err(), "B had nothing pending")
-	require.Equal(t, []string{"from b"}, drain(p.a))
+	require.NoError(t, p.A.Err())
+	require.NoError(t, p.B.Err(), "B had nothing pending")
+	require.Equal(t, []string{"from b"}, drain(p.A))
 	var closes []time.Duration
-	last := p.ab.log[len(p.ab.log)-2:]
+	last := p.AB.Log[len(p.AB.Log)-2:]
 	for _, b := range last {
 		var pk Packet
 		require.NoError(t, ParsePacket(b, &pk, nil))
@@ -625,27 +625,27 @@ func TestRecvQueueBound(t *testing.T) {
 func TestAckRTT(t *testing.T) {
 	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms, ResendLimit: -1}
 	p := newPair(t, cfg, Config{AckDelay: 2 * ms}, 20*ms, 0, 1)
-	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
-	st := p.a.Stats()
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished })
+	st := p.A.Stats()
 	require.Equal(t, 42*ms, st.SRTT, "the UseCircuitCode round trip: 20 + 2 + 20 ms")
 	require.Equal(t, 21*ms, st.RTTVar)
 	require.Equal(t, 126*ms, st.RTO)
 
-	p.ab.cut = true
-	require.NoError(t, p.a.Send([]byte("x"), rel))
-	sent := p.now
-	p.advance(sent.Add(time.Millisecond))
-	p.ab.log = nil
-	p.advance(sent.Add(126*ms + 252*ms + time.Millisecond))
-	require.Len(t, p.ab.log, 2, "resent after 126 ms, then 252 ms later")
-	require.Equal(t, 504*ms, p.a.Stats().RTO, "doubled by each resend")
+	p.AB.Cut = true
+	require.NoError(t, p.A.Send([]byte("x"), rel))
+	sent := p.Now
+	p.Advance(sent.Add(time.Millisecond))
+	p.AB.Log = nil
+	p.Advance(sent.Add(126*ms + 252*ms + time.Millisecond))
+	require.Len(t, p.AB.Log, 2, "resent after 126 ms, then 252 ms later")
+	require.Equal(t, 504*ms, p.A.Stats().RTO, "doubled by each resend")
 
-	p.ab.cut = false
-	p.advance(p.now.Add(time.Second))
-	require.Zero(t, p.a.Pending())
-	require.NoError(t, p.a.Send([]byte("y"), rel))
-	p.advance(p.now.Add(time.Second))
-	require.Equal(t, 105*ms, p.a.Stats().RTO, "the ack of a fresh datagram takes the doubling back: 42 + 4·15.75 ms")
+	p.AB.Cut = false
+	p.Advance(p.Now.Add(time.Second))
+	require.Zero(t, p.A.Pending())
+	require.NoError(t, p.A.Send([]byte("y"), rel))
+	p.Advance(p.Now.Add(time.Second))
+	require.Equal(t, 105*ms, p.A.Stats().RTO, "the ack of a fresh datagram takes the doubling back: 42 + 4·15.75 ms")
 }
 
 // TestAckRTTLongerPath: when the round trip grows past the resend timeout
@@ -657,16 +657,16 @@ func TestAckRTT(t *testing.T) {
 func TestAckRTTLongerPath(t *testing.T) {
 	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms, ResendLimit: -1, KeepAlive: -1}
 	p := newPair(t, cfg, Config{AckDelay: 2 * ms, KeepAlive: -1}, 20*ms, 0, 1)
-	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
-	require.Equal(t, 126*ms, p.a.Stats().RTO)
-	p.ab.delay, p.ba.delay = 80*ms, 80*ms // 162 ms round trip
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished })
+	require.Equal(t, 126*ms, p.A.Stats().RTO)
+	p.AB.Delay, p.BA.Delay = 80*ms, 80*ms // 162 ms round trip
 	for range 100 {
-		require.NoError(t, p.a.Send([]byte("x"), rel))
-		p.advance(p.now.Add(20 * ms))
+		require.NoError(t, p.A.Send([]byte("x"), rel))
+		p.Advance(p.Now.Add(20 * ms))
 	}
-	p.advance(p.now.Add(time.Second))
-	require.Zero(t, p.a.Pending())
-	st := p.a.Stats()
+	p.Advance(p.Now.Add(time.Second))
+	require.Zero(t, p.A.Pending())
+	st := p.A.Stats()
 	require.Less(t, st.Retransmits, uint64(10), "the timeout adapts to the longer path")
 	require.Greater(t, st.RTO, 162*ms)
 }
@@ -704,12 +704,12 @@ func TestUnreliableHelloNoRestart(t *testing.T) {
 func TestAckRTTCloseSpacing(t *testing.T) {
 	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms}
 	p := newPair(t, cfg, Config{AckDelay: 2 * ms}, 20*ms, 0, 1)
-	p.runUntil(100, func() bool { return p.a.State() == engine.StateEstablished })
-	start := p.now
-	p.a.Close(start)
-	p.runUntil(100, func() bool { return p.a.State() == engine.StateClosed })
-	require.NoError(t, p.a.Err())
-	require.Equal(t, 42*ms, p.now.Sub(start), "second copy one SRTT (42 ms) after the first")
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished })
+	start := p.Now
+	p.A.Close(start)
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateClosed })
+	require.NoError(t, p.A.Err())
+	require.Equal(t, 42*ms, p.Now.Sub(start), "second copy one SRTT (42 ms) after the first")
 }
 
 // TestLateHelloOfReplacedCircuit: after a restart has been adopted, a late

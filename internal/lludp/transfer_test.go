@@ -75,16 +75,16 @@ func TestLossyTransferExactlyOnce(t *testing.T) {
 	cfg := Config{ResendLimit: -1}
 	p := newPair(t, cfg, cfg, 15*ms, 0.3, 2026)
 	ab, ba := newFlow("ab", total, 1), newFlow("ba", total, 2)
-	p.runUntil(1_000_000, func() bool {
-		ab.feed(t, p.a)
-		ba.feed(t, p.b)
-		ab.collect(t, p.b)
-		ba.collect(t, p.a)
-		return ab.done() && ba.done() && p.a.Pending() == 0 && p.b.Pending() == 0
+	p.RunUntil(1_000_000, func() bool {
+		ab.feed(t, p.A)
+		ba.feed(t, p.B)
+		ab.collect(t, p.B)
+		ba.collect(t, p.A)
+		return ab.done() && ba.done() && p.A.Pending() == 0 && p.B.Pending() == 0
 	})
 	require.Equal(t, ab.want, ab.got)
 	require.Equal(t, ba.want, ba.got)
-	for _, s := range []*Session{p.a, p.b} {
+	for _, s := range []*Session{p.A, p.B} {
 		st := s.Stats()
 		require.Equal(t, engine.StateEstablished, s.State())
 		require.Equal(t, uint64(total), st.MessagesSent)
@@ -92,19 +92,19 @@ func TestLossyTransferExactlyOnce(t *testing.T) {
 		require.NotZero(t, st.Retransmits)
 		require.NotZero(t, st.Duplicates)
 	}
-	t.Logf("virtual time %v, a: %+v", p.now.Sub(t0), p.a.Stats())
+	t.Logf("virtual time %v, a: %+v", p.Now.Sub(t0), p.A.Stats())
 }
 
 func TestUnreliableAtMostOnce(t *testing.T) {
 	p := newPair(t, Config{}, Config{}, 10*ms, 0.3, 7)
-	p.runUntil(1000, func() bool { return p.a.State() == engine.StateEstablished })
-	resends := p.a.Stats().Retransmits
+	p.RunUntil(1000, func() bool { return p.A.State() == engine.StateEstablished })
+	resends := p.A.Stats().Retransmits
 	got := map[string]int{}
 	for i := range 500 {
-		require.NoError(t, p.a.Send(fmt.Appendf(nil, "u%d", i), unrel))
-		p.advance(p.now.Add(ms))
+		require.NoError(t, p.A.Send(fmt.Appendf(nil, "u%d", i), unrel))
+		p.Advance(p.Now.Add(ms))
 		for {
-			m, ok := p.b.Recv()
+			m, ok := p.B.Recv()
 			if !ok {
 				break
 			}
@@ -116,8 +116,8 @@ func TestUnreliableAtMostOnce(t *testing.T) {
 		require.Equal(t, 1, n, k)
 	}
 	require.Less(t, len(got), 450, "about 30 % lost, never resent")
-	require.Zero(t, p.a.Pending())
-	require.Equal(t, resends, p.a.Stats().Retransmits)
+	require.Zero(t, p.A.Pending())
+	require.Equal(t, resends, p.A.Stats().Retransmits)
 }
 
 // establish returns a client and a server with an open circuit, and the

@@ -54,68 +54,25 @@ func newAirhook(t *testing.T, now time.Time, cfg airhook.Config) *airhook.Sessio
 
 // ahTransfer is a simulation of two Airhook sessions sending each other n
 // messages, fed only while Pending is below MaxQueued.
-type ahTransfer struct {
-	t        *testing.T
-	sim      *netsim.Sim
-	sessions [2]*airhook.Session
-	n        int
-	sent     [2]int
-	got      [2][]int // got[to][i]: deliveries of message i
-	received [2]int   // distinct messages received
-	bad      [2]int   // deliveries not matching any message
-	maxPend  [2]int   // largest Pending seen
-	maxQ     [2]int   // most datagrams seen in flight on each side's link
-}
+type ahTransfer struct{ *duplex[*airhook.Session] }
 
 func newAHTransfer(t *testing.T, seed uint64, n int, link netsim.LinkConfig, cfg airhook.Config) *ahTransfer {
-	x := &ahTransfer{t: t, n: n}
+	var sessions [2]*airhook.Session
 	for side, id := range []uint32{sessionA, sessionB} {
 		c := cfg
 		c.Session = id
-		x.sessions[side] = newAirhook(t, netsim.Epoch(), c)
-		x.got[side] = make([]int, n)
+		sessions[side] = newAirhook(t, netsim.Epoch(), c)
 	}
-	x.sim = netsim.New(seed, x.sessions[netsim.A], x.sessions[netsim.B], link, link)
-	for _, to := range []netsim.Side{netsim.A, netsim.B} {
-		x.sim.OnDeliver(to, func(m engine.Message) {
-			i := ahIndex(1-to, m.Data)
-			if i < 0 || i >= n {
-				x.bad[to]++
-				return
-			}
-			if x.got[to][i]++; x.got[to][i] == 1 {
-				x.received[to]++
-			}
-		})
-	}
-	return x
-}
-
-// step feeds both sessions and reports whether the transfer is complete.
-func (x *ahTransfer) step() bool {
-	for side, s := range x.sessions {
-		limit := s.Capabilities().MaxQueued
-		for x.sent[side] < x.n && s.Pending() < limit {
-			require.NoError(x.t, s.Send(ahMessage(netsim.Side(side), x.sent[side]), engine.SendOptions{}))
-			x.sent[side]++
-		}
-		x.maxPend[side] = max(x.maxPend[side], s.Pending())
-		x.maxQ[side] = max(x.maxQ[side], x.sim.Link(netsim.Side(side)).InFlight())
-	}
-	return x.received == [2]int{x.n, x.n} && x.sessions[0].Pending() == 0 && x.sessions[1].Pending() == 0
+	return &ahTransfer{newDuplex(t, seed, n, link, sessions[netsim.A], sessions[netsim.B], ahMessage,
+		func(int) engine.SendOptions { return engine.SendOptions{} },
+		func(from netsim.Side, m engine.Message) int { return ahIndex(from, m.Data) })}
 }
 
 func (x *ahTransfer) check() {
 	t := x.t
 	for side, s := range x.sessions {
 		name := netsim.Side(side)
-		assert.Zero(t, x.bad[side], "%v received messages that were never sent", name)
-		for i, c := range x.got[side] {
-			if c != 1 {
-				assert.Failf(t, "not exactly once", "%v received message %d from %v %d times", name, i, 1-name, c)
-				break
-			}
-		}
+		x.checkDelivered(name)
 		assert.Zero(t, s.Pending(), "%v", name)
 		assert.LessOrEqual(t, x.maxPend[side], s.Capabilities().MaxQueued, "%v", name)
 		assert.NoError(t, s.Err(), "%v", name)

@@ -57,66 +57,32 @@ func newLLUDP(t *testing.T, cfg lludp.Config) *lludp.Session {
 // llTransfer is a simulation of an LLUDP client (A) and server (B) sending
 // each other n reliable messages, fed only while Pending is below
 // MaxQueued.
-type llTransfer struct {
-	t        *testing.T
-	sim      *netsim.Sim
-	sessions [2]*lludp.Session
-	n        int
-	sent     [2]int
-	got      [2][]int // got[to][i]: deliveries of message i
-	received [2]int   // distinct messages received
-	bad      [2]int   // deliveries not matching any message, or with a wrong number
-}
+type llTransfer struct{ *duplex[*lludp.Session] }
 
 func newLLTransfer(t *testing.T, seed uint64, n int, link netsim.LinkConfig, cfg lludp.Config) *llTransfer {
-	x := &llTransfer{t: t, n: n}
 	client, server := cfg, cfg
 	client.Client, client.Circuit = true, llCircuit
 	server.Accept = true
-	x.sessions[netsim.A] = newLLUDP(t, client)
-	x.sessions[netsim.B] = newLLUDP(t, server)
-	x.got = [2][]int{make([]int, n), make([]int, n)}
-	x.sim = netsim.New(seed, x.sessions[netsim.A], x.sessions[netsim.B], link, link)
-	for _, to := range []netsim.Side{netsim.A, netsim.B} {
-		x.sim.OnDeliver(to, func(m engine.Message) {
-			i := llIndex(1-to, m.Data)
-			if i < 0 || i >= n || !m.Reliable || m.MessageNumber != llNumbers[i%len(llNumbers)] {
-				x.bad[to]++
-				return
+	a, b := newLLUDP(t, client), newLLUDP(t, server)
+	return &llTransfer{newDuplex(t, seed, n, link, a, b, llMessage,
+		func(i int) engine.SendOptions {
+			return engine.SendOptions{MessageNumber: llNumbers[i%len(llNumbers)]}
+		},
+		func(from netsim.Side, m engine.Message) int {
+			// A message with the wrong number or delivery counts as bad.
+			i := llIndex(from, m.Data)
+			if i < 0 || !m.Reliable || m.MessageNumber != llNumbers[i%len(llNumbers)] {
+				return -1
 			}
-			if x.got[to][i]++; x.got[to][i] == 1 {
-				x.received[to]++
-			}
-		})
-	}
-	return x
-}
-
-// step feeds both sessions and reports whether the transfer is complete.
-func (x *llTransfer) step() bool {
-	for side, s := range x.sessions {
-		limit := s.Capabilities().MaxQueued
-		for x.sent[side] < x.n && s.Pending() < limit {
-			i := x.sent[side]
-			opt := engine.SendOptions{MessageNumber: llNumbers[i%len(llNumbers)]}
-			require.NoError(x.t, s.Send(llMessage(netsim.Side(side), i), opt))
-			x.sent[side]++
-		}
-	}
-	return x.received == [2]int{x.n, x.n} && x.sessions[0].Pending() == 0 && x.sessions[1].Pending() == 0
+			return i
+		})}
 }
 
 func (x *llTransfer) check() {
 	t := x.t
 	for side, s := range x.sessions {
 		name := netsim.Side(side)
-		assert.Zero(t, x.bad[side], "%v received messages that were never sent", name)
-		for i, c := range x.got[side] {
-			if c != 1 {
-				assert.Failf(t, "not exactly once", "%v received message %d from %v %d times", name, i, 1-name, c)
-				break
-			}
-		}
+		x.checkDelivered(name)
 		assert.Zero(t, s.Pending(), "%v", name)
 		assert.NoError(t, s.Err(), "%v", name)
 		assert.Equal(t, engine.StateEstablished, s.State(), "%v", name)

@@ -350,7 +350,7 @@ func TestSentinelFrame(t *testing.T) {
 // channel never stalls and a later reliable packet arrives.
 func TestUnreliableTotalLoss(t *testing.T) {
 	p := newPair(t, Config{MaxQueued: 4096}, Config{}, 5*time.Millisecond, 0, 1)
-	p.ab.edit = func(b []byte) []byte {
+	p.AB.Edit = func(b []byte) []byte {
 		var f Frame
 		if Decode(b, &f) != nil || f.Type != FrameData {
 			return b
@@ -370,20 +370,20 @@ func TestUnreliableTotalLoss(t *testing.T) {
 	const n = 2*ChannelWindow + 5000
 	sent := 0
 	var got []string
-	p.runUntil(10_000_000, func() bool {
-		for sent < n && p.a.Send([]byte("U"), engine.SendOptions{Delivery: engine.Unreliable}) == nil {
+	p.RunUntil(10_000_000, func() bool {
+		for sent < n && p.A.Send([]byte("U"), engine.SendOptions{Delivery: engine.Unreliable}) == nil {
 			sent++
 		}
 		if sent == n {
-			require.NoError(t, p.a.Send([]byte("R end"), engine.SendOptions{}))
+			require.NoError(t, p.A.Send([]byte("R end"), engine.SendOptions{}))
 			sent++
 		}
-		got = append(got, recvStrings(p.b)...)
+		got = append(got, recvStrings(p.B)...)
 		return sent > n && len(got) > 0
 	})
 	require.Equal(t, []string{"R end"}, got)
-	require.Greater(t, p.b.rxch[0].base, uint32(2*ChannelWindow))
-	t.Logf("virtual %v, a %+v", p.now.Sub(epoch), p.a.Stats())
+	require.Greater(t, p.B.rxch[0].base, uint32(2*ChannelWindow))
+	t.Logf("virtual %v, a %+v", p.Now.Sub(epoch), p.A.Stats())
 }
 
 // TestWindowAckBeyondSent: a WindowAck for packets never sent is ignored,

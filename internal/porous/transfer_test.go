@@ -92,13 +92,13 @@ func checkInvariants(t testing.TB, s *Session) {
 // checks that each arrives once, in order per channel.
 func transfer(t *testing.T, p *pair, n int, maxSize int, limit int) {
 	t.Helper()
-	chans := p.a.cfg.Channels
+	chans := p.A.cfg.Channels
 	type side struct {
 		s    *Session
 		sent []int
 		got  []int
 	}
-	sides := []*side{{s: p.a, sent: make([]int, chans), got: make([]int, chans)}, {s: p.b, sent: make([]int, chans), got: make([]int, chans)}}
+	sides := []*side{{s: p.A, sent: make([]int, chans), got: make([]int, chans)}, {s: p.B, sent: make([]int, chans), got: make([]int, chans)}}
 	feed := func() {
 		for _, sd := range sides {
 			for ch := range chans {
@@ -124,7 +124,7 @@ func transfer(t *testing.T, p *pair, n int, maxSize int, limit int) {
 			checkInvariants(t, sd.s)
 		}
 	}
-	p.runUntil(limit, func() bool {
+	p.RunUntil(limit, func() bool {
 		feed()
 		drain()
 		for _, sd := range sides {
@@ -139,7 +139,7 @@ func transfer(t *testing.T, p *pair, n int, maxSize int, limit int) {
 		}
 		return true
 	})
-	for _, s := range []*Session{p.a, p.b} {
+	for _, s := range []*Session{p.A, p.B} {
 		require.Equal(t, engine.StateEstablished, s.State())
 		require.NoError(t, s.Err())
 	}
@@ -148,9 +148,9 @@ func transfer(t *testing.T, p *pair, n int, maxSize int, limit int) {
 func TestTransferClean(t *testing.T) {
 	p := newPair(t, Config{Channels: 2}, Config{Channels: 2}, 5*time.Millisecond, 0, 1)
 	transfer(t, p, 300, 5000, 100_000)
-	require.Zero(t, p.a.Stats().Retransmits)
-	require.Zero(t, p.b.Stats().Retransmits)
-	t.Logf("virtual %v, a %+v", p.now.Sub(epoch), p.a.Stats())
+	require.Zero(t, p.A.Stats().Retransmits)
+	require.Zero(t, p.B.Stats().Retransmits)
+	t.Logf("virtual %v, a %+v", p.Now.Sub(epoch), p.A.Stats())
 }
 
 func TestTransferLossy(t *testing.T) {
@@ -158,8 +158,8 @@ func TestTransferLossy(t *testing.T) {
 		t.Run(fmt.Sprint(loss), func(t *testing.T) {
 			p := newPair(t, Config{Channels: 3, Priorities: []Priority{Low, High}}, Config{Channels: 3}, 10*time.Millisecond, loss, 7)
 			transfer(t, p, 200, 4000, 1_000_000)
-			t.Logf("virtual %v, a %+v", p.now.Sub(epoch), p.a.Stats())
-			require.NotZero(t, p.a.Stats().Retransmits)
+			t.Logf("virtual %v, a %+v", p.Now.Sub(epoch), p.A.Stats())
+			require.NotZero(t, p.A.Stats().Retransmits)
 		})
 	}
 }
@@ -167,14 +167,14 @@ func TestTransferLossy(t *testing.T) {
 func TestZeroLengthAndLargePacket(t *testing.T) {
 	p := newPair(t, Config{MaxPacket: 200_000}, Config{MaxPacket: 200_000}, 5*time.Millisecond, 0.05, 3)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 200_000/16)
-	require.NoError(t, p.a.Send(nil, engine.SendOptions{}))
-	require.NoError(t, p.a.Send(big, engine.SendOptions{}))
-	require.NoError(t, p.a.Send([]byte{}, engine.SendOptions{}))
-	require.ErrorIs(t, p.a.Send(append(big, 1), engine.SendOptions{}), engine.ErrMessageTooLarge)
+	require.NoError(t, p.A.Send(nil, engine.SendOptions{}))
+	require.NoError(t, p.A.Send(big, engine.SendOptions{}))
+	require.NoError(t, p.A.Send([]byte{}, engine.SendOptions{}))
+	require.ErrorIs(t, p.A.Send(append(big, 1), engine.SendOptions{}), engine.ErrMessageTooLarge)
 	var got []engine.Message
-	p.runUntil(100_000, func() bool {
-		got = append(got, recvAll(p.b)...)
-		return len(got) == 3 && p.a.Pending() == 0
+	p.RunUntil(100_000, func() bool {
+		got = append(got, recvAll(p.B)...)
+		return len(got) == 3 && p.A.Pending() == 0
 	})
 	require.Empty(t, got[0].Data)
 	require.Equal(t, big, got[1].Data)
@@ -187,8 +187,8 @@ func TestZeroLengthAndLargePacket(t *testing.T) {
 func TestRandomDatagrams(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	p := newPair(t, Config{Channels: 2, MaxQueued: 64}, Config{Channels: 2, RejectNewPeerSession: true}, 5*time.Millisecond, 0.2, 9)
-	p.runUntil(1000, func() bool {
-		return p.a.State() == engine.StateEstablished && p.b.State() == engine.StateEstablished
+	p.RunUntil(1000, func() bool {
+		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished
 	})
 	// Garbage that a peer could legitimately use to end the session
 	// (Disconnect, a foreign ConnectAck) is left out: the frames are
@@ -215,29 +215,29 @@ func TestRandomDatagrams(t *testing.T) {
 	}
 	for range 5_000 {
 		if rng.IntN(3) == 0 {
-			_ = p.a.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
-			_ = p.b.Send(make([]byte, rng.IntN(3000)), engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
+			_ = p.A.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
+			_ = p.B.Send(make([]byte, rng.IntN(3000)), engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
 		}
-		for _, l := range []*link{&p.ab, &p.ba} {
-			if len(l.queue) > 0 && len(seen) < 512 && l.queue[0].data[0] >= byte(FramePing) {
-				seen = append(seen, l.queue[0].data)
+		for _, l := range []*link{&p.AB, &p.BA} {
+			if len(l.Queue) > 0 && len(seen) < 512 && l.Queue[0].Data[0] >= byte(FramePing) {
+				seen = append(seen, l.Queue[0].Data)
 			}
 		}
-		p.now = p.now.Add(time.Millisecond)
-		_ = p.a.HandleDatagram(p.now, mutate())
-		_ = p.b.HandleDatagram(p.now, mutate())
-		if !p.step() {
-			p.now = p.now.Add(time.Second)
+		p.Now = p.Now.Add(time.Millisecond)
+		_ = p.A.HandleDatagram(p.Now, mutate())
+		_ = p.B.HandleDatagram(p.Now, mutate())
+		if !p.Step() {
+			p.Now = p.Now.Add(time.Second)
 		}
-		recvAll(p.a)
-		recvAll(p.b)
-		checkInvariants(t, p.a)
-		checkInvariants(t, p.b)
+		recvAll(p.A)
+		recvAll(p.B)
+		checkInvariants(t, p.A)
+		checkInvariants(t, p.B)
 	}
-	t.Logf("a: %v %+v", p.a.State(), p.a.Stats())
-	t.Logf("b: %v %+v", p.b.State(), p.b.Stats())
-	require.Equal(t, engine.StateEstablished, p.a.State())
-	require.NotZero(t, p.b.Stats().MessagesRecv)
+	t.Logf("a: %v %+v", p.A.State(), p.A.Stats())
+	t.Logf("b: %v %+v", p.B.State(), p.B.Stats())
+	require.Equal(t, engine.StateEstablished, p.A.State())
+	require.NotZero(t, p.B.Stats().MessagesRecv)
 }
 
 // TestResetAfterRhoRTO: on a LAN (RTT 20 µs, so the RTO sits at its 10 ms
@@ -246,10 +246,10 @@ func TestRandomDatagrams(t *testing.T) {
 // acknowledgement, not at the second timeout.
 func TestResetAfterRhoRTO(t *testing.T) {
 	p := newPair(t, Config{}, Config{}, 10*time.Microsecond, 0, 1)
-	p.runUntil(100, func() bool {
-		return p.a.State() == engine.StateEstablished && p.b.State() == engine.StateEstablished && p.a.rtt.Sampled()
+	p.RunUntil(100, func() bool {
+		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished && p.A.rtt.Sampled()
 	})
-	s := p.a
+	s := p.A
 	require.Equal(t, MinRTO, s.rto())
 	s.cwnd, s.ssthresh = 64*MaxFrameSize, MaxCwnd
 	start := s.now
