@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
 )
 
 // Priority is a channel's local send priority (paper §3.1, notes §3.3):
@@ -124,6 +127,14 @@ type Config struct {
 	// Stats.PeerRestarts. A repeat of the peer's own Connect is always
 	// just acknowledged again.
 	RejectNewPeerSession bool
+	// Congestion selects the congestion controller: congestion.BBR (the
+	// default: pacing, loss detected by RACK within about a round trip) or
+	// congestion.AIMD (the paper's window, loss detected by timeout only,
+	// docs/protocols/porous.md §3.3). It changes nothing on the wire.
+	Congestion congestion.Algorithm
+	// Logger receives the congestion controller's events at Debug level;
+	// nil discards them.
+	Logger *slog.Logger
 }
 
 var errConfig = errors.New("porous: invalid config")

@@ -41,37 +41,35 @@
 //     the reference uses srtt + max(step time, 4·rttvar) with no bounds,
 //     its step time (about 15 ms) giving headroom that srtt/2 stands in
 //     for: without it a queue building at a bottleneck, or the frames of
-//     one burst serialised behind each other, read as losses. The RTO
-//     doubles when the congestion window is reset (losses for 8 RTOs
-//     without an acknowledgement: the path may be gone) and any
-//     acknowledgement restores it; the reference never backs off.
-//   - Congestion window (notes §3.3): initial 1472 bytes, ssthresh 1 GiB;
-//     reset after losses for 8·RTO without an acknowledgement (ssthresh =
-//     max(cwnd/2, 2944), cwnd = 1472): the paper's ρ·T_rto rather than
-//     the reference's ρ·T_rtt (notes §2 row 10), because with the RTO's
-//     10 ms floor a LAN's RTT of tens of microseconds made 8·RTT shorter
-//     than the wait for a single timeout, so any two losses in a row
-//     reset the window to one frame. Back-off follows the paper's order
-//     (eq. 11–12: cwnd = max(cwnd/2, 1472), then ssthresh = max(cwnd,
-//     2944)), not the reference's (ssthresh = the window before halving),
-//     which slow-starts straight back to the window that overflowed the
-//     bottleneck and keeps a tail-drop queue overflowing (notes §2 row 11
-//     leaves this local). It happens at most once per RTT and only for a
-//     frame sent after the previous back-off (frames already in flight
-//     then belong to the same congestion event). Slow start grows by the
-//     bytes acknowledged (the paper's one MTU per acknowledged frame,
-//     counted in bytes) rather than one MTU per DataAck; congestion
-//     avoidance grows one MTU per window acknowledged; the window only
-//     grows when at least half of it was in flight. Its cap, RTT × send
-//     rate limit, uses an RTT of at least 1 ms (the reference's
-//     whole-millisecond rounding pins it to one frame below 0.5 ms, notes
-//     §4 bug 7), so with no rate limit the cap is at least ≈ 4 MiB; at
-//     most 1 GiB. A frame is created only when the next message fits the
-//     free window (the whole frame when nothing is in flight); a lost
-//     frame is resent before any new frame once it fits the window.
-//     Losses are counted once per timeout (notes §4 bug 3 avoided). Loss
-//     is detected by timeout only, as in the reference, so goodput on
-//     links with heavy random loss is low.
+//     one burst serialised behind each other, read as losses. The
+//     reference never backs off.
+//   - Congestion control (notes §3.3) is the shared controller of
+//     internal/congestion, local to the sender and invisible on the wire.
+//     By default (Config.Congestion = congestion.BBR) it paces datagrams
+//     at its estimate of the bottleneck bandwidth and bounds the flight
+//     at about two bandwidth-delay products, and loss is detected by RACK
+//     (RFC 8985) from the DataAcks as well as by the RTO, so a loss costs
+//     about a round trip; random loss does not lower the rate. The
+//     paper's window, congestion.AIMD, remains available and is what the
+//     reference runs: initial 1472 bytes, ssthresh 1 GiB, slow start by
+//     the bytes acknowledged, one MTU per window acknowledged in
+//     congestion avoidance, growth only when at least half the window
+//     was in flight, halving at most once per RTT for a frame sent after
+//     the previous halving (the paper's order, eq. 11–12: cwnd =
+//     max(cwnd/2, 1472), then ssthresh = max(cwnd, 2944); the reference
+//     sets ssthresh to the window before halving, notes §2 row 11, which
+//     slow-starts straight back into an overflowing queue), reset to one
+//     frame after losses for 8·RTO without an acknowledgement (the
+//     paper's ρ·T_rto rather than the reference's ρ·T_rtt, notes §2 row
+//     10: with the RTO's 10 ms floor a LAN's RTT of tens of microseconds
+//     made 8·RTT shorter than one timeout), capped at RTT × send rate
+//     limit with an RTT of at least 1 ms (notes §4 bug 7); loss by
+//     timeout only. With either, a frame is created only when the next
+//     message fits the free window (the whole frame when nothing is in
+//     flight) and the pacer allows it; a lost frame is resent before any
+//     new frame once it fits. Losses are counted once per frame (notes §4
+//     bug 3 avoided). A window reset doubles the RTO, up to 8 times; any
+//     acknowledgement clears that.
 //   - Watchdog: Config.IdleTimeout (default 20 s) is reset by every
 //     datagram from the peer that is accepted (decoded, and not refused
 //     as out of window or over the receive budget), not only by PingAck

@@ -167,7 +167,7 @@ func (s *Session) tryConnect() {
 	s.nextSeq = s.peerNonce
 	s.ring.base = s.peerNonce
 	s.ib = s.nonce
-	s.rate = min(s.cfg.MaxTxBandwidth, s.peerRx)
+	s.cc.SetMaxRate(s.now, uint64(min(s.cfg.MaxTxBandwidth, s.peerRx)))
 	s.pingAt = s.now
 	s.lastRx = s.now
 }

@@ -102,7 +102,8 @@ func (s *Session) applyTimers() {
 			s.fail(s.lingerError())
 			s.finalDisc = true
 		default:
-			s.checkTimeouts()
+			s.detectLosses()
+			s.updateCC(0)
 			if !now.Before(s.pingAt) {
 				s.sendPing()
 			}
@@ -170,11 +171,14 @@ func (s *Session) Deadline() time.Time {
 			at(s.connectAt)
 		}
 	case stConnected:
-		if len(s.ackq) > 0 || s.dataDue() || s.closing && s.flushed() {
+		if len(s.ackq) > 0 || s.closing && s.flushed() {
 			return s.now
 		}
+		if t, ok := s.dataAt(); ok {
+			at(t)
+		}
 		at(s.pingAt)
-		if t, ok := s.nextTimeout(); ok {
+		if t, ok := s.lossAt(); ok {
 			at(t)
 		}
 	case stDisconnecting:

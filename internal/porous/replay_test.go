@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/stretchr/testify/require"
 )
@@ -86,7 +87,9 @@ func replay(t *testing.T, rc replayCase, ours string) {
 		}
 	}
 	now := epoch
-	cfg := Config{Channels: rc.channels, MaxRxBandwidth: 100_000_000}
+	// The reference runs the paper's AIMD window: the captures' flushes
+	// follow its growth.
+	cfg := Config{Channels: rc.channels, MaxRxBandwidth: 100_000_000, Congestion: congestion.AIMD}
 	client := ours == "c2s"
 	if client {
 		cfg.Nonce = clientNonce

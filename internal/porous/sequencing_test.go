@@ -308,7 +308,7 @@ func TestResendRules(t *testing.T) {
 	ack := Frame{Type: FrameDataAck, Acks: []uint32{fs[0].Seq, fs[0].Seq, fs[0].Seq, 12345}}
 	require.NoError(t, s.HandleDatagram(p.now, ack.AppendTo(nil)))
 	require.Zero(t, s.Pending())
-	require.Zero(t, s.flight)
+	require.Zero(t, s.cc.InFlight())
 	require.Zero(t, s.ring.n)
 
 	// Unreliable only: forgotten after the RTO.

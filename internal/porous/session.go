@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -94,21 +95,13 @@ type Session struct {
 	backoff uint8 // RTO doublings since the last acknowledgement
 
 	// Transfer layer, sending (notes §3.3).
-	ring        txRing
-	nextSeq     uint32
-	flight      int // bytes of frames in flight
-	cwnd        int
-	ssthresh    int
-	caAcked     int
-	rate        uint32 // effective send rate limit, bytes/s
-	noBackoff   time.Time
-	lastBackoff time.Time
-	lossSeen    bool // a loss happened since the last acknowledgement
-	firstLoss   time.Time
-	timeq       engine.FIFO[timeEntry]
-	resendq     engine.FIFO[uint32]
-	queues      [2]engine.FIFO[qItem] // by Priority
-	unrel       []sentMsg             // scratch: unreliable messages of the frame being built
+	ring    txRing
+	nextSeq uint32
+	cc      *congestion.Controller
+	timeq   engine.FIFO[timeEntry]
+	resendq engine.FIFO[uint32]
+	queues  [2]engine.FIFO[qItem] // by Priority
+	unrel   []sentMsg             // scratch: unreliable messages of the frame being built
 
 	// Transfer layer, receiving (notes §3.4).
 	ib        uint32
@@ -147,11 +140,14 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		cfg:       cfg,
-		nonce:     cfg.Nonce,
-		rtt:       *engine.NewRTT(initialRTO, MinRTO, MaxRTO), // estimator only: see rto
-		cwnd:      MaxFrameSize,
-		ssthresh:  1 << 30,
+		cfg:   cfg,
+		nonce: cfg.Nonce,
+		rtt:   *engine.NewRTT(initialRTO, MinRTO, MaxRTO), // estimator only: see rto
+		cc: congestion.New(now, congestion.Config{
+			Algorithm:   cfg.Congestion,
+			MaxDatagram: MaxFrameSize,
+			Logger:      cfg.Logger,
+		}),
 		txch:      make([]txChannel, cfg.Channels),
 		rxch:      make([]rxChannel, cfg.Channels),
 		chNeed:    make([]int, cfg.Channels),

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -17,17 +18,6 @@ const (
 	// SentinelFrameSpacing is S: a lost unreliable frame whose frame_seq
 	// is ≡ S − 1 (mod S) is resent empty (paper eq. 4; notes §2 row 2).
 	SentinelFrameSpacing = 16384
-	// MaxCwnd is the largest congestion window, in bytes: 1 GiB.
-	MaxCwnd = 1 << 30
-	// minSsthresh is 2·MTU.
-	minSsthresh = 2 * MaxFrameSize
-	// resetFactor is ρ: the window is reset when losses continue for
-	// ρ·RTO without an acknowledgement (the paper's T_rst = ρ·T_rto; the
-	// reference uses ρ·RTT, notes §2 row 10).
-	resetFactor = 8
-	// minCapRTT is the smallest RTT used for the congestion window cap
-	// RTT × rate (see Session.maxCwnd).
-	minCapRTT = time.Millisecond
 )
 
 type frameState uint8
@@ -72,12 +62,12 @@ func (m *sentMsg) appendTo(b []byte) []byte {
 
 // txFrame is one frame of the transfer queue (paper §3.1.2).
 type txFrame struct {
-	msgs   []sentMsg // its reliable messages: what a resend carries
-	sentAt time.Time // last transmission
-	seq    uint32
-	size   int    // bytes on the wire at the last transmission
-	sends  uint32 // transmissions
-	state  frameState
+	msgs  []sentMsg         // its reliable messages: what a resend carries
+	pkt   congestion.Packet // the last transmission, as the controller counts it
+	seq   uint32
+	size  int    // bytes on the wire at the next (re)transmission
+	sends uint32 // transmissions
+	state frameState
 }
 
 // timeEntry schedules the timeout of transmission number sends of frame
@@ -143,7 +133,7 @@ func (r *txRing) popDone() {
 // returns 0 when the congestion or transfer window allows neither.
 func (s *Session) writeData(buf []byte) int {
 	if f := s.resendFront(); f != nil {
-		if s.flight > 0 && s.flight+f.size > s.cwnd {
+		if !s.cc.CanSend(s.now, f.size) {
 			return 0
 		}
 		s.resendq.Pop()
@@ -154,6 +144,9 @@ func (s *Session) writeData(buf []byte) int {
 	}
 	limit, ok := s.buildLimit()
 	if !ok {
+		if s.frontQueue() == nil && s.cc.Room() > 0 {
+			s.cc.AppLimited() // room to send and nothing to send
+		}
 		return 0
 	}
 	f := s.ring.push()
@@ -208,9 +201,9 @@ func (s *Session) encode(buf []byte, f *txFrame, unrel []sentMsg) int {
 
 // transmitted records that f (n bytes) left now.
 func (s *Session) transmitted(f *txFrame, n int) {
-	f.sentAt, f.size, f.state = s.now, n, fsInFlight
+	s.cc.OnSent(s.now, &f.pkt, n, f.sends > 0)
+	f.size, f.state = n, fsInFlight
 	f.sends++
-	s.flight += n
 	s.timeq.Push(timeEntry{seq: f.seq, sends: f.sends})
 }
 
@@ -239,49 +232,59 @@ func (s *Session) frontQueue() *engine.FIFO[qItem] {
 
 // buildLimit returns the largest frame a new frame may be, and whether
 // a new frame can be created now: the transfer window has room, the
-// congestion window is not full and the next message fits what is left of
-// it (the whole frame when nothing is in flight).
+// congestion window is not full, the next message fits what is left of
+// it (the whole frame when nothing is in flight) and the pacer lets it
+// leave.
 func (s *Session) buildLimit() (int, bool) {
 	q := s.frontQueue()
 	if q == nil || s.ring.n >= TransferWindow {
 		return 0, false
 	}
 	limit := MaxFrameSize
-	if s.flight > 0 {
-		limit = min(limit, s.cwnd-s.flight)
+	if s.cc.InFlight() > 0 {
+		limit = min(limit, s.cc.Room())
 	}
-	return limit, DataHeaderSize+q.Front().size() <= limit
+	return limit, s.cc.CanSend(s.now, DataHeaderSize+q.Front().size())
 }
 
-// dataDue reports whether writeData would write a frame now.
-func (s *Session) dataDue() bool {
+// dataAt returns when writeData next writes a frame: s.now if at once,
+// the pacer's time if only pacing holds it back, and false when it waits
+// for acknowledgements or for something to send. Deadline and next read
+// the same state, so they always agree.
+func (s *Session) dataAt() (time.Time, bool) {
+	size := 0
 	if f := s.resendFront(); f != nil {
-		return s.flight == 0 || s.flight+f.size <= s.cwnd
+		size = f.size
+	} else if q := s.frontQueue(); q != nil && s.ring.n < TransferWindow {
+		size = DataHeaderSize + q.Front().size()
+	} else {
+		return time.Time{}, false
 	}
-	_, ok := s.buildLimit()
-	return ok
+	at := s.cc.NextSend(s.now, size)
+	return at, !at.IsZero()
 }
 
 // onDataAck removes the acknowledged frames from the transfer queue;
 // unknown, repeated and already acknowledged IDs are ignored, so each
-// frame counts once (notes §4 bug 1). The congestion window grows, and a
-// frame sent once gives an RTT sample (Karn's rule).
+// frame counts once (notes §4 bug 1). A frame sent once gives an RTT
+// sample (Karn's rule). The controller then learns what was delivered,
+// and which frames the acknowledgement shows lost (RACK).
 func (s *Session) onDataAck(acks []uint32) {
-	flight := s.flight
-	acked := 0
-	sample := time.Duration(-1)
+	acked := false
+	sample := time.Duration(0)
 	for _, seq := range acks {
 		f := s.ring.get(seq)
 		if f == nil || f.state == fsDone {
 			continue
 		}
-		if f.state == fsInFlight {
-			s.flight -= f.size
-			if f.sends == 1 {
-				sample = s.now.Sub(f.sentAt)
-			}
+		if f.state == fsInFlight && f.sends == 1 {
+			sample = max(s.now.Sub(f.pkt.SentAt), 1)
 		}
-		acked += f.size
+		if f.state == fsLost && f.sends == 1 {
+			s.cc.Spurious() // declared lost, yet its only transmission arrived
+		}
+		s.cc.OnAcked(s.now, &f.pkt)
+		acked = true
 		f.state = fsDone
 		for i := range f.msgs {
 			if p := f.msgs[i].pkt; p != nil {
@@ -294,53 +297,39 @@ func (s *Session) onDataAck(acks []uint32) {
 		f.msgs = f.msgs[:0]
 	}
 	s.ring.popDone()
-	if acked == 0 {
+	if !acked {
 		return
 	}
-	if sample >= 0 {
+	if sample > 0 {
 		s.rtt.Sample(sample)
 	}
 	s.backoff = 0
-	s.lossSeen = false
-	if 2*flight >= s.cwnd {
-		s.grow(acked)
+	s.detectLosses()
+	s.updateCC(sample)
+}
+
+// updateCC ends a controller event with the RTT as the session knows it;
+// a window reset after persistent loss (AIMD) doubles the RTO, up to 8
+// times (a local choice: the path may be gone; any acknowledgement clears
+// it).
+func (s *Session) updateCC(sample time.Duration) {
+	rtt := congestion.RTT{Latest: sample, Smoothed: s.srtt(), RTO: s.rto()}
+	if s.cc.Update(s.now, rtt) {
+		s.backoff = min(s.backoff+1, 8)
 	}
 }
 
-// grow opens the congestion window for acked bytes (notes §3.3): by the
-// bytes acknowledged in slow start, by one frame per window of bytes
-// acknowledged in congestion avoidance, never above maxCwnd.
-func (s *Session) grow(acked int) {
-	if s.cwnd < s.ssthresh {
-		s.cwnd += acked
-	} else if s.caAcked += acked; s.caAcked >= s.cwnd {
-		s.caAcked -= s.cwnd
-		s.cwnd += MaxFrameSize
-	}
-	s.cwnd = max(MaxFrameSize, min(s.cwnd, s.maxCwnd()))
-}
-
-// maxCwnd is the cap of the congestion window: RTT × send rate limit,
-// clamped to [MaxFrameSize, MaxCwnd] (paper eq. 10, notes §3.3). The RTT
-// used is at least minCapRTT (1 ms): the reference rounds it to whole
-// milliseconds, down to 0 below 0.5 ms, which pins it to one frame per
-// round trip on a fast link (notes §4 bug 7). Without a rate limit the
-// cap is thus at least 4 GB/s × 1 ms ≈ 4 MiB.
-func (s *Session) maxCwnd() int {
-	rtt := max(s.srtt(), minCapRTT)
-	c := uint64(rtt) * uint64(s.rate) / uint64(time.Second)
-	return int(max(MaxFrameSize, min(c, MaxCwnd)))
-}
-
-// checkTimeouts declares lost the frames unacknowledged one RTO after
-// their last transmission (notes §3.3): a frame with reliable messages
-// waits for its resend, stripped of its unreliable ones; an unreliable
-// frame is forgotten, unless its frame_seq is ≡ 16383 (mod 16384), when it
-// is resent empty as a sentinel frame. Any loss is a congestion signal.
-func (s *Session) checkTimeouts() {
+// detectLosses declares lost the frames in flight whose RTO ran out since
+// their last transmission, or that RACK shows lost (a frame sent after
+// them was acknowledged and a reordering window passed; notes §3.3 uses
+// the timeout only, as does the AIMD controller): a frame with reliable
+// messages waits for its resend, stripped of its unreliable ones; an
+// unreliable frame is forgotten, unless its frame_seq is ≡ 16383 (mod
+// 16384), when it is resent empty as a sentinel frame. Frames are checked
+// in transmission order and the walk stops at the first one not lost.
+func (s *Session) detectLosses() {
 	rto := s.rto()
-	lost := false
-	var sentAt time.Time // latest transmission among the lost frames
+	srtt := s.srtt()
 	for s.timeq.Len() > 0 {
 		e := s.timeq.Front()
 		f := s.ring.get(e.seq)
@@ -348,15 +337,14 @@ func (s *Session) checkTimeouts() {
 			s.timeq.Pop()
 			continue
 		}
-		if s.now.Before(f.sentAt.Add(rto)) {
-			break
+		if s.now.Before(f.pkt.SentAt.Add(rto)) {
+			at, ok := s.cc.LostAt(&f.pkt, srtt)
+			if !ok || s.now.Before(at) {
+				break
+			}
 		}
 		s.timeq.Pop()
-		lost = true
-		if f.sentAt.After(sentAt) {
-			sentAt = f.sentAt
-		}
-		s.flight -= f.size
+		s.cc.OnLost(s.now, &f.pkt)
 		switch {
 		case len(f.msgs) > 0:
 			f.state = fsLost
@@ -373,51 +361,19 @@ func (s *Session) checkTimeouts() {
 		}
 	}
 	s.ring.popDone()
-	if lost {
-		s.congestion(sentAt)
-	}
 }
 
-// congestion reacts to frames timing out (notes §3.3), sentAt being the
-// latest transmission among them. The window backs off at most once per
-// RTT, and only for a frame sent after the previous back-off (frames
-// already in flight then belong to the same congestion event, as in TCP's
-// recovery), in the paper's order (eq. 11–12: cwnd =
-// max(cwnd/2, MTU), then ssthresh = max(cwnd, 2·MTU), so that the window
-// grows linearly again; notes §2 row 11); when losses go on for ρ·RTO
-// without an acknowledgement it resets (ssthresh = max(cwnd/2, 2·MTU),
-// cwnd = MTU).
-// A reset also doubles the RTO, up to MaxRTO (a local choice: the path
-// may be gone; any acknowledgement clears it).
-func (s *Session) congestion(sentAt time.Time) {
-	srtt := s.srtt()
-	switch {
-	case !s.lossSeen:
-		s.lossSeen, s.firstLoss = true, s.now
-	case s.now.Sub(s.firstLoss) >= resetFactor*s.rto():
-		s.ssthresh = max(s.cwnd/2, minSsthresh)
-		s.cwnd = MaxFrameSize
-		s.firstLoss = s.now
-		s.noBackoff = s.now.Add(srtt)
-		s.caAcked = 0
-		s.backoff = min(s.backoff+1, 8)
-	}
-	if !s.now.Before(s.noBackoff) && sentAt.After(s.lastBackoff) {
-		s.lastBackoff = s.now
-		s.cwnd = max(s.cwnd/2, MaxFrameSize)
-		s.ssthresh = max(s.cwnd, minSsthresh)
-		s.noBackoff = s.now.Add(srtt)
-		s.caAcked = 0
-	}
-}
-
-// nextTimeout returns when the oldest transmission in flight times out,
-// dropping stale entries.
-func (s *Session) nextTimeout() (time.Time, bool) {
+// lossAt returns when detectLosses next declares a frame lost: the
+// earlier of the oldest frame's RTO and its RACK time.
+func (s *Session) lossAt() (time.Time, bool) {
 	for s.timeq.Len() > 0 {
 		e := s.timeq.Front()
 		if f := s.ring.get(e.seq); f != nil && f.state == fsInFlight && f.sends == e.sends {
-			return f.sentAt.Add(s.rto()), true
+			at := f.pkt.SentAt.Add(s.rto())
+			if r, ok := s.cc.LostAt(&f.pkt, s.srtt()); ok && r.Before(at) {
+				at = r
+			}
+			return at, true
 		}
 		s.timeq.Pop()
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/stretchr/testify/require"
 )
@@ -37,9 +38,9 @@ func checkInvariants(t testing.TB, s *Session) {
 	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
 	require.GreaterOrEqual(t, s.pending, 0)
 	require.GreaterOrEqual(t, s.pendBytes, 0)
-	require.GreaterOrEqual(t, s.flight, 0)
+	require.GreaterOrEqual(t, s.cc.InFlight(), 0)
 	require.LessOrEqual(t, s.ring.n, TransferWindow)
-	require.GreaterOrEqual(t, s.cwnd, MaxFrameSize)
+	require.GreaterOrEqual(t, s.cc.Window(), MaxFrameSize)
 	require.LessOrEqual(t, len(s.ackq), maxAckQueue)
 	require.LessOrEqual(t, s.ctl.Len(), maxControl)
 	flight := 0
@@ -47,10 +48,11 @@ func checkInvariants(t testing.TB, s *Session) {
 		f := &s.ring.slots[(s.ring.head+i)&(len(s.ring.slots)-1)]
 		require.Equal(t, s.ring.base+uint32(i), f.seq)
 		if f.state == fsInFlight {
-			flight += f.size
+			require.True(t, f.pkt.InFlight())
+			flight += f.pkt.Size
 		}
 	}
-	require.Equal(t, flight, s.flight)
+	require.Equal(t, flight, s.cc.InFlight())
 	rx := 0
 	exempt := make([]int, len(s.rxch))
 	for ch, c := range s.rxch {
@@ -240,31 +242,28 @@ func TestRandomDatagrams(t *testing.T) {
 	require.NotZero(t, p.B.Stats().MessagesRecv)
 }
 
-// TestResetAfterRhoRTO: on a LAN (RTT 20 µs, so the RTO sits at its 10 ms
-// floor) timeouts come at least 10 ms apart, far more than 8·RTT; the
-// window is reset only when losses go on for 8·RTO without an
-// acknowledgement, not at the second timeout.
-func TestResetAfterRhoRTO(t *testing.T) {
-	p := newPair(t, Config{}, Config{}, 10*time.Microsecond, 0, 1)
+// TestResetBacksOffRTO: when the AIMD controller resets its window after
+// losses for 8·RTO without an acknowledgement, the session doubles its
+// RTO; an acknowledgement clears the back-off.
+func TestResetBacksOffRTO(t *testing.T) {
+	p := newPair(t, Config{Congestion: congestion.AIMD}, Config{}, 10*time.Microsecond, 0, 1)
 	p.RunUntil(100, func() bool {
 		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished && p.A.rtt.Sampled()
 	})
 	s := p.A
 	require.Equal(t, MinRTO, s.rto())
-	s.cwnd, s.ssthresh = 64*MaxFrameSize, MaxCwnd
 	start := s.now
-
-	s.setNow(start)
-	s.congestion(start)
-	require.Equal(t, 32*MaxFrameSize, s.cwnd, "first loss: halved")
-	s.setNow(start.Add(MinRTO + time.Millisecond))
-	s.congestion(start.Add(MinRTO))
-	require.Equal(t, 16*MaxFrameSize, s.cwnd, "second timeout, 11 ms on: halved again, not reset")
-	require.Zero(t, s.backoff)
-
-	s.setNow(start.Add(resetFactor*MinRTO + time.Millisecond))
-	s.congestion(start.Add(resetFactor * MinRTO))
-	require.Equal(t, MaxFrameSize, s.cwnd, "losses for 8·RTO without an ack: reset")
-	require.Equal(t, 8*MaxFrameSize, s.ssthresh)
-	require.Equal(t, uint8(1), s.backoff)
+	lose := func(at time.Time) {
+		var pkt congestion.Packet
+		s.setNow(at)
+		s.cc.OnSent(at, &pkt, MaxFrameSize, false)
+		s.cc.OnLost(at, &pkt)
+		s.updateCC(0)
+	}
+	lose(start)
+	lose(start.Add(MinRTO + time.Millisecond))
+	require.Zero(t, s.backoff, "two timeouts 11 ms apart: halved twice, not reset")
+	lose(start.Add(8*MinRTO + time.Millisecond))
+	require.Equal(t, uint8(1), s.backoff, "losses for 8·RTO without an ack: reset, RTO doubled")
+	require.Equal(t, MaxFrameSize, s.cc.Window())
 }

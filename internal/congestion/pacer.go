@@ -1,0 +1,93 @@
+package congestion
+
+import "time"
+
+// Pacing bounds (draft-ietf-ccwg-bbr-02 §5.6.3, send quantum).
+const (
+	// MaxBurst is the most bytes a pacer lets leave back to back: 64 KiB,
+	// what one GSO send carries at most.
+	MaxBurst = 64 << 10
+	// burstTime is how much of the pacing rate one burst may carry: the
+	// pacer lets rate × 1 ms leave at once, within [2 datagrams,
+	// MaxBurst], so a timer that fires up to a millisecond late loses no
+	// rate and a burst never exceeds a millisecond of sending at the
+	// pacing rate.
+	burstTime = time.Millisecond
+)
+
+// pacer is a token bucket: credit in bytes accrues at the pacing rate up
+// to one burst; a datagram may leave while the credit is positive, and
+// takes its size from it (the credit may go negative by one datagram).
+type pacer struct {
+	credit int64
+	at     time.Time // when credit was last brought up to date
+	rate   uint64    // bytes per second; 0 means unpaced
+	burst  int64
+}
+
+// setRate changes the pacing rate (bytes/s, 0 for none); mss is the
+// largest datagram, which bounds the burst from below.
+func (p *pacer) setRate(now time.Time, rate uint64, mss int) {
+	first := p.at.IsZero()
+	p.refill(now)
+	p.rate = rate
+	b := bytesIn(rate, burstTime)
+	p.burst = max(2*int64(mss), int64(min(b, MaxBurst)))
+	if first {
+		p.credit = p.burst
+	}
+	p.credit = min(p.credit, p.burst)
+}
+
+// refill brings the credit up to now.
+func (p *pacer) refill(now time.Time) {
+	if p.at.IsZero() {
+		p.at, p.credit = now, p.burst
+		return
+	}
+	if !now.After(p.at) {
+		return
+	}
+	if p.rate == 0 {
+		p.credit, p.at = p.burst, now
+		return
+	}
+	add := bytesIn(p.rate, min(now.Sub(p.at), time.Second))
+	if add == 0 {
+		return // keep p.at so that small steps add up
+	}
+	p.credit = min(p.burst, p.credit+int64(min(add, MaxBurst)))
+	p.at = now
+}
+
+// ready reports whether a datagram may leave at now.
+func (p *pacer) ready(now time.Time) bool {
+	if p.rate == 0 {
+		return true
+	}
+	p.refill(now)
+	return p.credit > 0
+}
+
+// sent takes n bytes from the credit.
+func (p *pacer) sent(now time.Time, n int) {
+	if p.rate == 0 {
+		return
+	}
+	p.refill(now)
+	p.credit -= int64(n)
+}
+
+// next returns when the credit is next positive: now if it already is.
+func (p *pacer) next(now time.Time) time.Time {
+	if p.rate == 0 {
+		return now
+	}
+	p.refill(now)
+	if p.credit > 0 {
+		return now
+	}
+	need := uint64(1 - p.credit)
+	d := time.Duration(mulDiv(need, uint64(time.Second), p.rate) + 1)
+	return p.at.Add(max(d, time.Microsecond))
+}
