@@ -42,11 +42,13 @@ func newAIMD(cfg Config) *aimd {
 	return &aimd{mss: cfg.MaxDatagram, w: w, ssthresh: MaxWindow}
 }
 
-func (a *aimd) cwnd() int             { return a.w }
-func (a *aimd) probing() bool         { return false }
-func (a *aimd) pacingRate() uint64    { return 0 }
-func (a *aimd) bandwidth() uint64     { return 0 }
-func (a *aimd) minRTT() time.Duration { return 0 }
+func (a *aimd) cwnd() int              { return a.w }
+func (a *aimd) probing() bool          { return false }
+func (a *aimd) roundCount() uint64     { return 0 }
+func (a *aimd) resolved(*Packet, bool) {}
+func (a *aimd) pacingRate() uint64     { return 0 }
+func (a *aimd) bandwidth() uint64      { return 0 }
+func (a *aimd) minRTT() time.Duration  { return 0 }
 
 func (a *aimd) state() string {
 	if a.w < a.ssthresh {
@@ -77,6 +79,7 @@ func (a *aimd) update(c *Controller, now time.Time, s *sample) bool {
 		a.noBackoff = now.Add(srtt)
 		a.caAcked = 0
 		reset = true
+		c.events++
 		c.log.Debug("congestion: window reset after persistent loss", "ssthresh", a.ssthresh)
 	}
 	if !now.Before(a.noBackoff) && s.lostSentAt.After(a.lastBackoff) {
@@ -85,6 +88,7 @@ func (a *aimd) update(c *Controller, now time.Time, s *sample) bool {
 		a.ssthresh = max(a.w, 2*a.mss)
 		a.noBackoff = now.Add(srtt)
 		a.caAcked = 0
+		c.events++
 		c.log.Debug("congestion: window halved on loss", "cwnd", a.w)
 	}
 	return reset

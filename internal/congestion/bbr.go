@@ -55,10 +55,12 @@ const (
 	// inflightHiBeta is what is kept of the flight at which a round lost
 	// to congestion (BBRv3's β = 0.7 applied to the overflowing flight;
 	// 0.85 here because the flight already includes the excess).
-	inflightHiBeta = 850
-	// inflightHiGrowth is how much a probe round without congestion
-	// raises the flight bound (per round, in thousandths).
-	inflightHiGrowth = 1250
+	inflightHiBeta = 700
+	// inflightHiGrowth is how many datagrams a round without congestion
+	// adds to the flight bound: an additive increase, so that flows that
+	// share a bottleneck and cut their bounds by the same factor converge
+	// to equal shares (Chiu and Jain, 1989).
+	inflightHiGrowth = 4
 )
 
 // probeBWGains is the ProbeBW cycle, one phase per minimum RTT: probe up,
@@ -77,6 +79,21 @@ func QueueDelay(minRTT time.Duration) time.Duration {
 // rttSamplesPerRound is how many RTT samples a round needs before its
 // smallest one can end Startup (RFC 9406 §4.2, N_RTT_SAMPLE).
 const rttSamplesPerRound = 8
+
+// roundSlots is how many rounds of datagrams are accounted by send round:
+// a round's datagrams are judged judgeLag rounds after it, when they have
+// all been acknowledged or declared lost (RACK needs a round trip and a
+// reordering window after the datagram to find it lost).
+const (
+	roundSlots = 4
+	judgeLag   = 2
+)
+
+// sendRound is the loss account of the datagrams sent in one round.
+type sendRound struct {
+	round        uint64
+	probe, other lossCount
+}
 
 type bbrMode uint8
 
@@ -100,16 +117,17 @@ type bbr struct {
 	minAt  time.Time
 
 	round       uint64
-	nextRound   uint64    // C.delivered that ends the round
-	probe       lossCount // datagrams sent while probing
-	other       lossCount // datagrams sent at a gain of at most 1
-	queue       lossCount // every datagram; lost ones only when the path showed a queue
-	lostFlight  int       // largest flight at which a datagram lost since the last verdict left
+	nextRound   uint64                // C.delivered that ends the round
+	bySend      [roundSlots]sendRound // loss by the round the datagrams were sent in
+	probe       lossCount             // datagrams sent while probing, judged rounds
+	other       lossCount             // datagrams sent at a gain of at most 1, judged rounds
+	queue       lossCount             // every datagram; lost ones only when the path showed a queue
+	lostFlight  int                   // largest flight at which a datagram lost since the last verdict left
 	roundMinRTT time.Duration
 	roundRTTs   int
-	recent      [8]time.Duration // the last RTT samples, for standingQueue
-	nRecent     int
-	background  uint64 // loss rate of datagrams not sent while probing, thousandths (EWMA over samples)
+	lastMinRTT  time.Duration // the smallest RTT of the last round with enough samples
+	background  uint64        // loss rate of datagrams not sent while probing, thousandths: mean of the first samples, then EWMA
+	bgSamples   uint64
 
 	fullBw    uint64
 	fullCount int
@@ -138,7 +156,25 @@ func newBBR(now time.Time, cfg Config) *bbr {
 	return b
 }
 
-func (b *bbr) cwnd() int { return b.w }
+func (b *bbr) cwnd() int          { return b.w }
+func (b *bbr) roundCount() uint64 { return b.round }
+
+func (b *bbr) resolved(p *Packet, lost bool) {
+	r := &b.bySend[p.round%roundSlots]
+	if r.round != p.round {
+		return // sent too long ago to be judged still
+	}
+	l := &r.other
+	if p.probing {
+		l = &r.probe
+	}
+	if lost {
+		l.addLost(p.Size)
+	} else {
+		l.acked += p.Size
+	}
+}
+
 func (b *bbr) probing() bool {
 	return b.mode == modeStartup || b.mode == modeProbeBW && probeBWGains[b.phase] > gainUnit
 }
@@ -168,19 +204,11 @@ func (b *bbr) queued(rtt time.Duration) bool {
 	return b.minRtt > 0 && rtt >= b.minRtt+QueueDelay(b.minRtt)
 }
 
-// standingQueue reports whether the smallest of the last RTT samples
-// shows a queue: a queue that stays, as at an overflowing bottleneck,
-// rather than the jitter of single datagrams.
-func (b *bbr) standingQueue() bool {
-	if b.nRecent < len(b.recent)/2 {
-		return false
-	}
-	m := b.recent[0]
-	for _, r := range b.recent[1:min(b.nRecent, len(b.recent))] {
-		m = min(m, r)
-	}
-	return b.queued(m)
-}
+// standingQueue reports whether the smallest RTT of the last round
+// shows a queue: one that lasted a whole round trip, as when flows share
+// an overflowing bottleneck, rather than the queue one probe builds and
+// drains or the jitter of single datagrams.
+func (b *bbr) standingQueue() bool { return b.lastMinRTT > 0 && b.queued(b.lastMinRTT) }
 
 func (b *bbr) update(c *Controller, now time.Time, s *sample) bool {
 	b.maxRate = c.cfg.MaxRate
@@ -193,8 +221,6 @@ func (b *bbr) update(c *Controller, now time.Time, s *sample) bool {
 			b.roundMinRTT = l
 		}
 		b.roundRTTs++
-		b.recent[b.nRecent%len(b.recent)] = l
-		b.nRecent++
 	}
 
 	// Round trips (§5.5.1): a round ends when a datagram sent after the
@@ -205,13 +231,11 @@ func (b *bbr) update(c *Controller, now time.Time, s *sample) bool {
 		b.round++
 		roundStart = true
 	}
-	b.probe.add(s.probe)
-	b.other.add(s.other)
 	b.queue.acked += s.acked
 	if s.lost > 0 {
 		b.lostFlight = max(b.lostFlight, s.lostTxFlight)
 		if b.standingQueue() {
-			b.queue.add(lossCount{lost: s.lost, losses: s.probe.losses + s.other.losses})
+			b.queue.add(lossCount{lost: s.lost, losses: s.losses})
 		}
 	}
 
@@ -269,9 +293,21 @@ func (b *bbr) sampleBandwidth(s *sample) {
 // and Startup or the probe ends. Startup also ends when the smallest RTT
 // of a round shows a queue (RFC 9406 §4.2).
 func (b *bbr) endRound(c *Controller, now time.Time) {
+	if b.round >= judgeLag {
+		r := &b.bySend[(b.round-judgeLag)%roundSlots]
+		if r.round == b.round-judgeLag {
+			b.probe.add(r.probe)
+			b.other.add(r.other)
+		}
+	}
+	b.bySend[b.round%roundSlots] = sendRound{round: b.round}
 	minBytes := lossSample * b.mss
 	if r, ok := b.other.rate(minBytes); ok {
-		b.background = min((7*b.background+r)/8, maxBackground)
+		// The mean of the first eight samples, then an average with a
+		// weight of 1/8 per sample, so that it is right from the start.
+		b.bgSamples = min(b.bgSamples+1, 8)
+		bg := int64(b.background) + (int64(r)-int64(b.background))/int64(b.bgSamples)
+		b.background = min(uint64(max(bg, 0)), maxBackground)
 		b.other = lossCount{}
 	}
 	congested := false
@@ -280,21 +316,26 @@ func (b *bbr) endRound(c *Controller, now time.Time) {
 		if b.mode == modeStartup {
 			limit = max(limit, StartupLossThreshold)
 		}
-		congested = r > limit && b.probe.losses >= minLosses
+		// With a standing queue the loss is everyone's, not this probe's:
+		// the queue clause below judges it.
+		congested = r > limit && b.probe.losses >= minLosses && !b.standingQueue()
 		b.probe = lossCount{}
 	}
-	if r, ok := b.queue.rate(minBytes); ok {
-		congested = congested || r > LossThreshold && b.queue.losses >= minLosses
+	if _, ok := b.queue.rate(minBytes); ok {
+		congested = congested || b.queue.losses >= minLosses
 		b.queue = lossCount{}
 	}
-	if b.mode == modeStartup && b.roundRTTs >= rttSamplesPerRound && b.queued(b.roundMinRTT) {
-		b.filled = true
-		c.log.Debug("congestion: startup sees queueing delay", "round_min_rtt", b.roundMinRTT, "min_rtt", b.minRtt)
+	if b.roundRTTs >= rttSamplesPerRound {
+		b.lastMinRTT = b.roundMinRTT
+		if b.mode == modeStartup && b.queued(b.roundMinRTT) {
+			b.filled = true
+			c.log.Debug("congestion: startup sees queueing delay", "round_min_rtt", b.roundMinRTT, "min_rtt", b.minRtt)
+		}
 	}
 	b.roundRTTs, b.roundMinRTT = 0, 0
 	if !congested {
-		if b.inflightHi > 0 && b.mode == modeProbeBW && probeBWGains[b.phase] > gainUnit {
-			b.inflightHi = int(min(gain(uint64(b.inflightHi), inflightHiGrowth), MaxWindow))
+		if b.inflightHi > 0 {
+			b.inflightHi += inflightHiGrowth * b.mss
 			if b.inflightHi >= 2*b.bdp(probeBWCwndGain) {
 				b.inflightHi = 0 // far above what the model needs: unbounded
 			}
@@ -310,8 +351,9 @@ func (b *bbr) endRound(c *Controller, now time.Time) {
 	if b.inflightHi == 0 || hi < b.inflightHi {
 		b.inflightHi = hi
 	}
+	c.events++
 	c.log.Debug("congestion: loss is congestion", "state", modeNames[b.mode],
-		"background_loss", b.background, "inflight_hi", b.inflightHi)
+		"background_loss", b.background, "inflight_hi", b.inflightHi, "min_rtt", b.minRtt)
 	if b.mode == modeStartup {
 		b.filled = true
 	}
@@ -351,9 +393,10 @@ func (b *bbr) setPhase(now time.Time, i int) {
 }
 
 // advancePhase moves the ProbeBW cycle on: each phase lasts a minimum
-// RTT; probing up ends early on loss and lasts until the flight reaches
-// the probe's target; draining ends early once the flight is down to the
-// BDP (v1 draft §4.3.3.6).
+// RTT; probing up lasts until the flight reaches the probe's target or a
+// loss, but at most two minimum RTTs (a sender with too little to send
+// never reaches the target); draining ends early once the flight is down
+// to the BDP (v1 draft §4.3.3.6).
 func (b *bbr) advancePhase(c *Controller, now time.Time, s *sample) {
 	if b.mode != modeProbeBW {
 		return
@@ -363,7 +406,7 @@ func (b *bbr) advancePhase(c *Controller, now time.Time, s *sample) {
 	var next bool
 	switch {
 	case g > gainUnit:
-		next = full && (s.lost > 0 || s.priorInFlight >= b.bdp(g))
+		next = full && (s.lost > 0 || s.priorInFlight >= b.bdp(g)) || now.Sub(b.phaseStart) > 2*b.minRtt
 	case g < gainUnit:
 		next = full || s.priorInFlight <= b.bdp(gainUnit)
 	default:
@@ -421,7 +464,7 @@ func (b *bbr) setCwnd(c *Controller, s *sample) {
 	if b.mode == modeStartup {
 		g = startupCwndGain
 	}
-	target := b.bdp(g) + 3*int(c.pace.burst)
+	target := b.bdp(g) + 3*burstFor(b.pacing, b.mss)
 	switch {
 	case b.filled:
 		b.w = min(b.w+s.acked, target)

@@ -79,6 +79,7 @@ type Packet struct {
 	order       uint64    // send order, from 1
 	appLimited  bool      // sent while the sender was application-limited
 	probing     bool      // sent while the pacing gain was above 1
+	round       uint64    // the algorithm's round trip when it left
 	retransmit  bool      // a retransmission
 	inFlight    bool      // counted in the bytes in flight
 }
@@ -110,7 +111,7 @@ type Stats struct {
 	Delivered uint64        // bytes acknowledged
 	Lost      uint64        // bytes declared lost
 	Losses    uint64        // datagrams declared lost
-	Events    uint64        // congestion responses: windows reduced because of loss
+	Events    uint64        // congestion responses: AIMD halvings and resets, BBR rounds whose loss was congestion
 }
 
 // LossRate is Lost / (Lost + Delivered): the share of the bytes sent and
@@ -129,9 +130,7 @@ type sample struct {
 	priorInFlight int       // bytes in flight before the event
 	lostSentAt    time.Time // latest transmission among the lost datagrams
 	lostTxFlight  int       // largest flight at which a lost datagram left
-	// Bytes acknowledged and lost, by whether they were sent while
-	// probing (pacing gain above 1) or not.
-	probe, other lossCount
+	losses        int       // datagrams newly declared lost
 
 	// Delivery rate (draft-cheng-iccrg-delivery-rate-estimation-02 §3.3):
 	// from the most recently sent datagram acknowledged.
@@ -151,6 +150,9 @@ type sample struct {
 type algorithm interface {
 	update(c *Controller, now time.Time, s *sample) (backoff bool)
 	probing() bool
+	roundCount() uint64
+	// resolved takes one datagram acknowledged or declared lost.
+	resolved(p *Packet, lost bool)
 	cwnd() int
 	pacingRate() uint64
 	state() string
@@ -232,6 +234,7 @@ func (c *Controller) OnSent(now time.Time, p *Packet, size int, retransmit bool)
 		order:       c.sent,
 		appLimited:  c.appLimited != 0,
 		probing:     c.alg.probing(),
+		round:       c.alg.roundCount(),
 		retransmit:  retransmit,
 		inFlight:    true,
 	}
@@ -258,11 +261,7 @@ func (c *Controller) OnAcked(now time.Time, p *Packet) {
 	c.delivered += uint64(p.Size)
 	c.deliveredAt = now
 	c.ev.acked += p.Size
-	if p.probing {
-		c.ev.probe.acked += p.Size
-	} else {
-		c.ev.other.acked += p.Size
-	}
+	c.alg.resolved(p, false)
 	c.rack.acked(now, p)
 	// §3.3: the sample comes from the most recently sent datagram acked.
 	if !c.ev.hasRate || p.delivered > c.ev.priorDelivered ||
@@ -290,13 +289,10 @@ func (c *Controller) OnLost(now time.Time, p *Packet) {
 	c.inFlight -= p.Size
 	c.lost += uint64(p.Size)
 	c.losses++
+	c.ev.losses++
 	c.rack.detected()
 	c.ev.lost += p.Size
-	if p.probing {
-		c.ev.probe.addLost(p.Size)
-	} else {
-		c.ev.other.addLost(p.Size)
-	}
+	c.alg.resolved(p, true)
 	if p.SentAt.After(c.ev.lostSentAt) {
 		c.ev.lostSentAt = p.SentAt
 	}
@@ -338,11 +334,7 @@ func (c *Controller) Update(now time.Time, rtt RTT) (backoff bool) {
 			c.lastRate = s.rate
 		}
 	}
-	before := c.alg.cwnd()
 	backoff = c.alg.update(c, now, s)
-	if s.lost > 0 && c.alg.cwnd() < before {
-		c.events++
-	}
 	c.pace.setRate(now, c.alg.pacingRate(), c.cfg.MaxDatagram)
 	return backoff
 }

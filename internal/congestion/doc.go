@@ -30,12 +30,29 @@
 // draft-cheng-iccrg-delivery-rate-estimation-02): it estimates the
 // bottleneck bandwidth (the largest delivery rate over the last ten round
 // trips) and the minimum RTT (over ten seconds), paces at a gain times the
-// bandwidth, and keeps at most about two bandwidth-delay products in
-// flight. Loss is congestion only when a round trip loses more than
-// LossThreshold of what it delivered while the path shows queueing delay
-// (the smallest RTT of the round above the minimum by QueueDelay); random
-// loss on an uncongested path therefore does not lower the rate, and loss
-// at an overflowing queue does. See bbr.go for the states and their gains.
+// bandwidth (Startup 2.77, then a cycle of 1.25, 0.75 and six rounds at
+// 1), and keeps at most about two bandwidth-delay products in flight.
+// Startup also ends when the smallest RTT of a round shows a queue (RFC
+// 9406's delay threshold), before the queue overflows.
+//
+// Loss is judged by the round each datagram was sent in, two rounds
+// later, once all of them are resolved. The datagrams sent at a gain of
+// at most 1 give the background loss rate: loss the path shows whatever
+// the rate, which the bandwidth estimate corrects for instead of decaying
+// by it. Loss is congestion when the datagrams sent while probing lose
+// more than the background plus LossThreshold (2 %, BBRv3's threshold),
+// or when datagrams are lost while the previous round's smallest RTT
+// shows a standing queue. Congestion bounds the flight at 0.7 times the
+// level that lost and ends Startup or the probe; each round without
+// congestion raises the bound by four datagrams (additive increase, so
+// that flows sharing a bottleneck converge to equal shares). Random loss
+// on an uncongested path therefore does not lower the rate, and loss at
+// an overflowing queue does.
+//
+// Known limits: a bottleneck with a queue too shallow to show a standing
+// queue, shared by several flows, is seen as random loss by each of them
+// (they keep their rates, as BBR v1 does, and the loss persists); a
+// policer is seen as congestion only when probes raise the loss.
 //
 // AIMD is the congestion window of the POROUS paper (Rev 0.2 §3.1.3,
 // equations 7–12) as rudp's POROUS engine always ran it: slow start, then

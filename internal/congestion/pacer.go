@@ -31,8 +31,7 @@ func (p *pacer) setRate(now time.Time, rate uint64, mss int) {
 	first := p.at.IsZero()
 	p.refill(now)
 	p.rate = rate
-	b := bytesIn(rate, burstTime)
-	p.burst = max(2*int64(mss), int64(min(b, MaxBurst)))
+	p.burst = int64(burstFor(rate, mss))
 	if first {
 		p.credit = p.burst
 	}
@@ -90,4 +89,10 @@ func (p *pacer) next(now time.Time) time.Time {
 	need := uint64(1 - p.credit)
 	d := time.Duration(mulDiv(need, uint64(time.Second), p.rate) + 1)
 	return p.at.Add(max(d, time.Microsecond))
+}
+
+// burstFor is the burst of a pacer at rate: rate × 1 ms, at least two
+// datagrams of mss bytes, at most MaxBurst.
+func burstFor(rate uint64, mss int) int {
+	return max(2*mss, int(min(bytesIn(rate, burstTime), MaxBurst)))
 }
