@@ -1,7 +1,6 @@
 package congestion_test
 
 import (
-	"container/heap"
 	"math/rand/v2"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 // A packet-level simulation of flows driven by Controllers through one
 // shared drop-tail bottleneck, on virtual time. Each flow always has data
 // to send; the receiver acknowledges every datagram at once, and each
-// acknowledgement also lists the 16 datagrams received before it, so a
+// acknowledgement also covers the 63 datagrams before it (a bitmap), so a
 // lost acknowledgement is covered by the next. Loss is detected as the
 // engines do: RACK from the controller, and an RTO for the oldest
 // datagram in flight.
@@ -34,10 +33,10 @@ type pathConfig struct {
 type simEvent struct {
 	at   time.Time
 	seq  uint64 // tie-break: events at one instant in scheduling order
-	kind int
-	flow int
-	pkt  uint64   // datagram number
-	acks []uint64 // acknowledgement: datagrams acknowledged
+	kind uint8
+	flow uint8
+	num  uint64 // datagram number; for an ack, the newest acknowledged
+	bits uint64 // ack: bit i set when datagram num-1-i was received too
 }
 
 const (
@@ -47,40 +46,50 @@ const (
 	evMark          // record every flow's delivered bytes
 )
 
-type eventQueue []*simEvent
-
-func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	return q[i].seq < q[j].seq
+// fifo holds events in time order: arrivals and acknowledgements over a
+// FIFO link with a fixed delay are scheduled in the order they happen.
+type fifo struct {
+	ev   []simEvent
+	head int
 }
-func (q eventQueue) Swap(i, j int)               { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)                 { *q = append(*q, x.(*simEvent)) }
-func (q *eventQueue) Pop() any                   { o := *q; x := o[len(o)-1]; *q = o[:len(o)-1]; return x }
-func (q *eventQueue) add(e *simEvent, n *uint64) { *n++; e.seq = *n; heap.Push(q, e) }
+
+func (q *fifo) push(e simEvent)  { q.ev = append(q.ev, e) }
+func (q *fifo) empty() bool      { return q.head == len(q.ev) }
+func (q *fifo) front() *simEvent { return &q.ev[q.head] }
+func (q *fifo) pop() simEvent {
+	e := q.ev[q.head]
+	q.head++
+	if q.head == len(q.ev) {
+		q.ev, q.head = q.ev[:0], 0
+	} else if q.head > 4096 && q.head*2 > len(q.ev) {
+		q.ev = q.ev[:copy(q.ev, q.ev[q.head:])]
+		q.head = 0
+	}
+	return e
+}
 
 type simPacket struct {
-	num uint64
-	cc  congestion.Packet
+	cc   congestion.Packet
+	done bool // acknowledged or declared lost
 }
 
 type simFlow struct {
-	cc       *congestion.Controller
-	rtt      *engine.RTT
-	start    time.Time
-	next     uint64
-	inflight []*simPacket // send order
-	byNum    map[uint64]*simPacket
-	recvd    []uint64 // receiver: the last datagrams received, for acks
-	wakeAt   time.Time
+	cc      *congestion.Controller
+	rtt     *engine.RTT
+	start   time.Time
+	pkts    []simPacket // datagrams base, base+1, ...: the oldest unresolved first
+	base    uint64
+	next    uint64
+	wakeAt  time.Time
+	wakeSeq uint64
+	// receiver
+	newest uint64 // newest datagram received + 1
+	seen   uint64 // bit i: datagram newest-1-i received
 
 	delivered int64 // bytes acknowledged
 	sent      int64
 	lost      int64
-	// delivered bytes at sample times, for per-interval shares
-	marks []int64
+	marks     []int64 // delivered bytes at each second
 }
 
 // sim runs flows over one path.
@@ -88,7 +97,9 @@ type sim struct {
 	path   pathConfig
 	rng    *rand.Rand
 	now    time.Time
-	q      eventQueue
+	arrive fifo // datagrams reaching receivers
+	acks   fifo // acknowledgements reaching senders
+	markAt time.Time
 	n      uint64
 	flows  []*simFlow
 	linkAt time.Time // when the bottleneck finishes what it holds
@@ -100,65 +111,125 @@ func newSim(seed uint64, path pathConfig) *sim {
 	return &sim{path: path, rng: rand.New(rand.NewPCG(seed, 7)), now: simEpoch, linkAt: simEpoch}
 }
 
+func (s *sim) add(e simEvent) {
+	s.n++
+	e.seq = s.n
+	switch e.kind {
+	case evArrive:
+		s.arrive.push(e)
+	case evAck:
+		s.acks.push(e)
+	case evWake:
+		f := s.flows[e.flow]
+		f.wakeAt, f.wakeSeq = e.at, e.seq
+	}
+}
+
+// next removes and returns the earliest event: the head of a queue or a
+// flow's timer, ties going to the one scheduled first.
+func (s *sim) next() simEvent {
+	best := simEvent{at: s.markAt, kind: evMark}
+	better := func(e *simEvent) bool {
+		return e.at.Before(best.at) || e.at.Equal(best.at) && e.seq < best.seq
+	}
+	src := 0
+	if !s.arrive.empty() && better(s.arrive.front()) {
+		best, src = *s.arrive.front(), 1
+	}
+	if !s.acks.empty() && better(s.acks.front()) {
+		best, src = *s.acks.front(), 2
+	}
+	for i, f := range s.flows {
+		if e := (simEvent{at: f.wakeAt, seq: f.wakeSeq, kind: evWake, flow: uint8(i)}); !f.wakeAt.IsZero() && better(&e) {
+			best, src = e, 3
+		}
+	}
+	switch src {
+	case 1:
+		s.arrive.pop()
+	case 2:
+		s.acks.pop()
+	case 3:
+		s.flows[best.flow].wakeAt = time.Time{}
+	}
+	return best
+}
+
 // addFlow starts a flow at offset from the start.
 func (s *sim) addFlow(alg congestion.Algorithm, offset time.Duration) *simFlow {
 	f := &simFlow{
 		cc:    congestion.New(simEpoch.Add(offset), congestion.Config{Algorithm: alg, MaxDatagram: simMSS}),
 		rtt:   engine.NewRTT(time.Second, 10*time.Millisecond, 10*time.Second),
 		start: simEpoch.Add(offset),
-		byNum: map[uint64]*simPacket{},
 	}
 	s.flows = append(s.flows, f)
-	s.q.add(&simEvent{at: f.start, kind: evWake, flow: len(s.flows) - 1}, &s.n)
+	s.add(simEvent{at: f.start, kind: evWake, flow: uint8(len(s.flows) - 1)})
 	return f
 }
 
 func (s *sim) run() {
 	end := simEpoch.Add(s.path.Duration)
-	s.q.add(&simEvent{at: simEpoch, kind: evMark}, &s.n)
-	for s.q.Len() > 0 {
-		e := heap.Pop(&s.q).(*simEvent)
+	s.markAt = simEpoch
+	for {
+		e := s.next()
 		if e.at.After(end) {
-			break
+			return
 		}
 		s.now = e.at
-		f := s.flows[e.flow]
 		if e.kind == evMark {
-			f = nil
-		}
-		switch e.kind {
-		case evArrive:
-			s.arrive(e.flow, f, e.pkt)
-		case evAck:
-			s.acked(f, e.acks)
-			s.send(e.flow, f)
-		case evMark:
 			for _, g := range s.flows {
 				g.marks = append(g.marks, g.delivered)
 			}
-			s.q.add(&simEvent{at: s.now.Add(time.Second), kind: evMark}, &s.n)
+			s.markAt = s.now.Add(time.Second)
+			continue
+		}
+		f := s.flows[e.flow]
+		switch e.kind {
+		case evArrive:
+			s.receive(e.flow, f, e.num)
+		case evAck:
+			s.acked(f, e.num, e.bits)
+			s.send(e.flow, f)
 		case evWake:
-			if !e.at.Equal(f.wakeAt) && !f.wakeAt.IsZero() && e.at.Before(f.wakeAt) {
-				continue // superseded
-			}
-			f.wakeAt = time.Time{}
 			s.timeouts(f)
 			s.send(e.flow, f)
 		}
 	}
 }
 
+// packet returns datagram num if it is still unresolved.
+func (f *simFlow) packet(num uint64) *simPacket {
+	if num < f.base || num >= f.next {
+		return nil
+	}
+	p := &f.pkts[num-f.base]
+	if p.done {
+		return nil
+	}
+	return p
+}
+
+// trim drops resolved datagrams from the front.
+func (f *simFlow) trim() {
+	k := 0
+	for k < len(f.pkts) && f.pkts[k].done {
+		k++
+	}
+	if k > 0 {
+		f.pkts = f.pkts[k:]
+		f.base += uint64(k)
+	}
+}
+
 // send lets the flow send while its controller allows, then arms its
 // timer for the pacer or the next loss deadline.
-func (s *sim) send(i int, f *simFlow) {
+func (s *sim) send(i uint8, f *simFlow) {
 	for f.cc.CanSend(s.now, simMSS) {
-		p := &simPacket{num: f.next}
-		f.next++
-		f.cc.OnSent(s.now, &p.cc, simMSS, false)
-		f.inflight = append(f.inflight, p)
-		f.byNum[p.num] = p
+		f.pkts = append(f.pkts, simPacket{})
+		f.cc.OnSent(s.now, &f.pkts[len(f.pkts)-1].cc, simMSS, false)
 		f.sent += simMSS
-		s.transmit(i, p.num)
+		s.transmit(i, f.next)
+		f.next++
 	}
 	var at time.Time
 	if t := f.cc.NextSend(s.now, simMSS); !t.IsZero() {
@@ -168,13 +239,12 @@ func (s *sim) send(i int, f *simFlow) {
 		at = t
 	}
 	if !at.IsZero() && (f.wakeAt.IsZero() || at.Before(f.wakeAt)) {
-		f.wakeAt = at
-		s.q.add(&simEvent{at: at, kind: evWake, flow: i}, &s.n)
+		s.add(simEvent{at: at, kind: evWake, flow: i})
 	}
 }
 
 // transmit puts a datagram on the bottleneck.
-func (s *sim) transmit(i int, num uint64) {
+func (s *sim) transmit(i uint8, num uint64) {
 	s.sentN++
 	if s.linkAt.Before(s.now) {
 		s.linkAt = s.now
@@ -188,33 +258,38 @@ func (s *sim) transmit(i int, num uint64) {
 	if s.rng.Float64() < s.path.Loss {
 		return
 	}
-	s.q.add(&simEvent{at: s.linkAt.Add(s.path.Delay), kind: evArrive, flow: i, pkt: num}, &s.n)
+	s.add(simEvent{at: s.linkAt.Add(s.path.Delay), kind: evArrive, flow: i, num: num})
 }
 
-func (s *sim) arrive(i int, f *simFlow, num uint64) {
-	f.recvd = append(f.recvd, num)
-	if len(f.recvd) > 16 {
-		f.recvd = f.recvd[len(f.recvd)-16:]
+func (s *sim) receive(i uint8, f *simFlow, num uint64) {
+	switch {
+	case num >= f.newest:
+		f.seen = f.seen<<min(num+1-f.newest, 63) | 1<<min(num-f.newest, 62)
+		if num+1-f.newest > 63 {
+			f.seen = 0
+		}
+		f.newest = num + 1
+	case f.newest-1-num < 64:
+		f.seen |= 1 << (f.newest - 2 - num)
 	}
 	if s.rng.Float64() < s.path.AckLoss {
 		return
 	}
-	s.q.add(&simEvent{at: s.now.Add(s.path.Delay), kind: evAck, flow: i, acks: append([]uint64(nil), f.recvd...)}, &s.n)
+	s.add(simEvent{at: s.now.Add(s.path.Delay), kind: evAck, flow: i, num: f.newest - 1, bits: f.seen})
 }
 
-func (s *sim) acked(f *simFlow, acks []uint64) {
+func (s *sim) acked(f *simFlow, newest, bits uint64) {
 	var sample time.Duration
-	for _, num := range acks {
-		p := f.byNum[num]
-		if p == nil {
-			continue
+	if p := f.packet(newest); p != nil {
+		sample = s.now.Sub(p.cc.SentAt)
+		s.ack(f, p)
+	}
+	for k := uint64(0); k < 63 && k < newest; k++ {
+		if bits&(1<<k) != 0 {
+			if p := f.packet(newest - 1 - k); p != nil {
+				s.ack(f, p)
+			}
 		}
-		delete(f.byNum, num)
-		if p.cc.InFlight() && num == acks[len(acks)-1] {
-			sample = s.now.Sub(p.cc.SentAt)
-		}
-		f.cc.OnAcked(s.now, &p.cc)
-		f.delivered += simMSS
 	}
 	if sample > 0 {
 		f.rtt.Sample(sample)
@@ -223,28 +298,34 @@ func (s *sim) acked(f *simFlow, acks []uint64) {
 	f.cc.Update(s.now, congestion.RTT{Latest: sample, Smoothed: f.rtt.SRTT(), RTO: f.rtt.RTO()})
 }
 
+func (s *sim) ack(f *simFlow, p *simPacket) {
+	p.done = true
+	f.cc.OnAcked(s.now, &p.cc)
+	f.delivered += simMSS
+}
+
 // detect declares lost what RACK or the RTO shows lost, oldest first,
 // stopping at the first datagram that is not (deadlines grow with send
 // order).
 func (s *sim) detect(f *simFlow) {
-	for len(f.inflight) > 0 {
-		p := f.inflight[0]
-		if _, live := f.byNum[p.num]; live {
-			lost := !s.now.Before(p.cc.SentAt.Add(f.rtt.RTO()))
-			if !lost {
-				at, ok := f.cc.LostAt(&p.cc, f.rtt.SRTT())
-				lost = ok && !s.now.Before(at)
-			}
-			if !lost {
-				return
-			}
-			delete(f.byNum, p.num)
-			f.cc.OnLost(s.now, &p.cc)
-			f.lost += simMSS
+	for i := range f.pkts {
+		p := &f.pkts[i]
+		if p.done {
+			continue
 		}
-		f.inflight[0] = nil
-		f.inflight = f.inflight[1:]
+		lost := !s.now.Before(p.cc.SentAt.Add(f.rtt.RTO()))
+		if !lost {
+			at, ok := f.cc.LostAt(&p.cc, f.rtt.SRTT())
+			lost = ok && !s.now.Before(at)
+		}
+		if !lost {
+			break
+		}
+		p.done = true
+		f.cc.OnLost(s.now, &p.cc)
+		f.lost += simMSS
 	}
+	f.trim()
 }
 
 func (s *sim) timeouts(f *simFlow) {
@@ -257,20 +338,16 @@ func (s *sim) timeouts(f *simFlow) {
 // lossAt is when detect next finds something: the oldest datagram's RTO
 // or RACK time.
 func (s *sim) lossAt(f *simFlow) (time.Time, bool) {
-	for len(f.inflight) > 0 {
-		p := f.inflight[0]
-		if _, live := f.byNum[p.num]; !live {
-			f.inflight[0] = nil
-			f.inflight = f.inflight[1:]
-			continue
-		}
-		at := p.cc.SentAt.Add(f.rtt.RTO())
-		if r, ok := f.cc.LostAt(&p.cc, f.rtt.SRTT()); ok && r.Before(at) {
-			at = r
-		}
-		return at, true
+	f.trim()
+	if len(f.pkts) == 0 {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	p := &f.pkts[0]
+	at := p.cc.SentAt.Add(f.rtt.RTO())
+	if r, ok := f.cc.LostAt(&p.cc, f.rtt.SRTT()); ok && r.Before(at) {
+		at = r
+	}
+	return at, true
 }
 
 // goodput is a flow's delivered bytes per second since its start.
