@@ -56,10 +56,11 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	c.frame = make([]byte, caps.MaxMessage)
 	c.maxQueued = caps.MaxQueued
 	c.st = stream.New(stream.Config{
-		MaxFrame:   caps.MaxMessage,
-		RecvWindow: c.cfg.RecvWindow,
-		SendBuffer: c.cfg.SendBuffer,
-		Ordered:    caps.Ordered,
+		MaxFrame:      caps.MaxMessage,
+		RecvWindow:    c.cfg.RecvWindow,
+		MaxRecvWindow: c.cfg.MaxRecvWindow,
+		SendBuffer:    c.cfg.SendBuffer,
+		Ordered:       caps.Ordered,
 	})
 	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
 	c.a.up = c
@@ -176,6 +177,7 @@ func (c *Conn) ended(err error) {
 // pump implements upper: frames go from the stream to the engine; the
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
+	c.st.Tune(now, c.a.eng.Stats().SRTT)
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued {

@@ -159,15 +159,22 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 		for _, ch := range c.LowPriorityChannels {
 			pri[ch] = porous.Low
 		}
-		maxPacket := c.MaxMessage
+		maxPacket, maxQueued, maxQueuedBytes := c.MaxMessage, 0, 0
 		if stream {
+			// A stream's frames are bounded by the peer's receive window:
+			// the engine may hold all of it, whatever the congestion
+			// window.
 			maxPacket = porousStreamPacket
+			maxQueued = porous.TransferWindow
+			maxQueuedBytes = 2 * c.MaxRecvWindow
 		}
 		return porous.New(now, porous.Config{
 			Rand:                 c.Rand,
 			Channels:             c.Channels,
 			Priorities:           pri,
 			MaxPacket:            maxPacket,
+			MaxQueued:            maxQueued,
+			MaxQueuedBytes:       maxQueuedBytes,
 			Accept:               accept,
 			KeepAlive:            min(c.KeepAlive, porous.DefaultKeepAlive), // the reference pings every second
 			IdleTimeout:          c.IdleTimeout,

@@ -19,12 +19,26 @@ type Stats struct {
 	SRTT            time.Duration // smoothed round-trip time (RFC 6298)
 	RTTVar          time.Duration // round-trip time variation
 	RTO             time.Duration // current retransmission timeout
+
+	// The sender's congestion controller (zero where the protocol's
+	// engine has none).
+	Congestion       string        // controller and state, as "bbr/probe_bw" or "aimd/avoidance"
+	Cwnd             int           // congestion window, bytes
+	BytesInFlight    int           // bytes sent and neither acknowledged nor declared lost
+	PacingRate       uint64        // bytes/s the sender paces at; 0 when unpaced
+	DeliveryRate     uint64        // bytes/s: the bottleneck bandwidth estimate (BBR) or the latest delivery-rate sample
+	MinRTT           time.Duration // smallest RTT seen (BBR: over the last 10 s)
+	BytesLost        uint64        // bytes declared lost
+	CongestionEvents uint64        // windows reduced because loss was congestion
+	// LossRate is BytesLost over the bytes sent and either acknowledged or
+	// declared lost, in [0, 1].
+	LossRate float64
 }
 
 // statsOf reads an association's counters. Call with a.mu held.
 func statsOf(a *assoc) Stats {
 	s := a.eng.Stats()
-	return Stats{
+	st := Stats{
 		PacketsSent:     s.PacketsSent,
 		PacketsReceived: s.PacketsReceived,
 		BytesSent:       s.BytesSent,
@@ -41,6 +55,13 @@ func statsOf(a *assoc) Stats {
 		RTTVar:          s.RTTVar,
 		RTO:             s.RTO,
 	}
+	if c := s.Congestion; c.State != "" {
+		st.Congestion = c.Algorithm.String() + "/" + c.State
+		st.Cwnd, st.BytesInFlight = c.Cwnd, c.InFlight
+		st.PacingRate, st.DeliveryRate, st.MinRTT = c.Pacing, c.Bandwidth, c.MinRTT
+		st.BytesLost, st.CongestionEvents, st.LossRate = c.Lost, c.Events, c.LossRate()
+	}
+	return st
 }
 
 // ListenerStats are a listener's counters for datagrams that reached no

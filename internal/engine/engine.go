@@ -14,6 +14,8 @@ package engine
 import (
 	"errors"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
 )
 
 // Delivery is how a message is to be delivered.
@@ -128,6 +130,9 @@ type Stats struct {
 	SRTT   time.Duration
 	RTTVar time.Duration
 	RTO    time.Duration
+	// Congestion is the sender's congestion controller's figures (zero
+	// for an engine without one).
+	Congestion congestion.Stats
 }
 
 // Engine is one end of one association, as a pure state machine.

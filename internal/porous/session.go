@@ -285,6 +285,7 @@ func (s *Session) Pending() int { return s.pending }
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rto()
+	st.Congestion = s.cc.Stats()
 	return st
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Limits and defaults of Config, in bytes.
@@ -53,6 +54,11 @@ type Config struct {
 	// to the peer: how many bytes the peer may send past those the local
 	// reader has consumed. 1 to MaxBuffer; 0 selects DefaultRecvWindow.
 	RecvWindow int
+	// MaxRecvWindow is how far the receive window may grow, in bytes: when
+	// the reader keeps up with a sender that the window holds back, the
+	// window doubles, up to MaxRecvWindow (see Tune). 0, or a value below
+	// RecvWindow, keeps the window at RecvWindow; at most MaxBuffer.
+	MaxRecvWindow int
 	// SendBuffer is how many bytes accepted by Write and not yet framed
 	// the Stream holds. 1 to MaxBuffer; 0 selects DefaultSendBuffer.
 	SendBuffer int
@@ -79,7 +85,14 @@ const (
 // See the package documentation. Not safe for concurrent use.
 type Stream struct {
 	maxFrame   int
-	recvWindow uint64
+	recvWindow uint64 // the current receive window
+	maxWindow  uint64 // Config.MaxRecvWindow
+	// Auto-tuning (see Tune): the clock and RTT the caller gave, and the
+	// epoch over which the reader's pace is measured.
+	now        time.Time
+	rtt        time.Duration
+	epochAt    time.Time
+	epochOff   uint64
 	sendBuffer int
 	threshold  uint64 // limit increase that makes a WINDOW due
 	ordered    bool
@@ -127,9 +140,13 @@ func New(cfg Config) *Stream {
 	if cfg.SendBuffer < 0 || cfg.SendBuffer > MaxBuffer {
 		panic(fmt.Sprintf("stream: Config.SendBuffer %d out of range", cfg.SendBuffer))
 	}
+	if cfg.MaxRecvWindow > MaxBuffer {
+		panic(fmt.Sprintf("stream: Config.MaxRecvWindow %d out of range", cfg.MaxRecvWindow))
+	}
 	return &Stream{
 		maxFrame:   cfg.MaxFrame,
 		recvWindow: uint64(cfg.RecvWindow),
+		maxWindow:  uint64(max(cfg.RecvWindow, cfg.MaxRecvWindow)),
 		sendBuffer: cfg.SendBuffer,
 		threshold:  max(1, uint64(cfg.RecvWindow)/4),
 		ordered:    cfg.Ordered,
@@ -284,6 +301,7 @@ func (s *Stream) NextFrame(buf []byte) int {
 		s.rstPending, s.rstSent = false, true
 		return putRst(buf, s.rstCode)
 	case kindWindow:
+		s.autoTune()
 		s.advertised = s.readOff + s.recvWindow
 		return putValue(buf, typeWindow, s.advertised)
 	case kindData:
@@ -301,6 +319,39 @@ func (s *Stream) NextFrame(buf []byte) int {
 		return putValue(buf, typeFin, s.sendOff)
 	}
 	return 0
+}
+
+// Tune gives the stream the time and the path's round-trip time, which
+// auto-tuning of the receive window needs; call it before NextFrame. A
+// stream that is never given an RTT keeps its window at RecvWindow.
+func (s *Stream) Tune(now time.Time, rtt time.Duration) { s.now, s.rtt = now, rtt }
+
+// RecvWindow is the current receive window in bytes.
+func (s *Stream) RecvWindow() int { return int(s.recvWindow) }
+
+// autoTune runs when a WINDOW update is due: if the reader consumed more
+// than half the window since the last update that started an epoch, in
+// less than 4 RTTs times the fraction of the window consumed (as quickly
+// as a sender limited by the window delivers it), the window, not the
+// reader, limits the sender, and it doubles, up to MaxRecvWindow. This is
+// how quic-go tunes its flow-control windows (internal/flowcontrol,
+// base_flow_controller.go, maybeAdjustWindowSize, at v0.65.0).
+func (s *Stream) autoTune() {
+	if s.rtt <= 0 || s.recvWindow >= s.maxWindow {
+		return
+	}
+	read := s.readOff - s.epochOff
+	if !s.epochAt.IsZero() && read > s.recvWindow/2 {
+		elapsed := s.now.Sub(s.epochAt)
+		fraction := float64(read) / float64(s.recvWindow)
+		if elapsed < time.Duration(4*fraction*float64(s.rtt)) {
+			s.recvWindow = min(2*s.recvWindow, s.maxWindow)
+			s.threshold = max(1, s.recvWindow/4)
+		}
+	}
+	if s.epochAt.IsZero() || read > s.recvWindow/2 {
+		s.epochAt, s.epochOff = s.now, s.readOff
+	}
 }
 
 // HandleFrame processes one frame from the peer; f is not retained. A frame
@@ -362,7 +413,7 @@ func (s *Stream) handleData(off uint64, p []byte) error {
 		p = p[s.recvNext-off:]
 		off = s.recvNext
 	}
-	// The span from readOff fits the ring: end <= advertised <= readOff+RecvWindow.
+	// The span from readOff fits the ring: end <= advertised <= readOff+recvWindow.
 	s.rx.ensure(end-s.readOff, roundUp64(s.recvWindow), s.readOff, s.recvNext, s.maxEnd)
 	s.rx.put(off, p)
 	if off == s.recvNext {
