@@ -39,11 +39,11 @@ const (
 // measurement stops when the server's reader has received every byte.
 func BenchmarkStream(b *testing.B) {
 	for _, p := range rudp.Protocols() {
-		b.Run("rudp/"+p.String(), func(b *testing.B) { measure(b, rudpPair(b, p)) })
+		b.Run("rudp/"+p.String(), func(b *testing.B) { measure(b, rudpPair(b, p, direct)) })
 	}
 	b.Run("tcp", func(b *testing.B) { measure(b, tcpPair(b)) })
-	b.Run("quic-go", func(b *testing.B) { measure(b, quicPair(b)) })
-	b.Run("kcp-go", func(b *testing.B) { measure(b, kcpPair(b)) })
+	b.Run("quic-go", func(b *testing.B) { measure(b, quicPair(b, direct)) })
+	b.Run("kcp-go", func(b *testing.B) { measure(b, kcpPair(b, direct)) })
 }
 
 // pair is one connected transport under test.
@@ -109,8 +109,16 @@ func measure(b *testing.B, p pair) {
 	}
 }
 
-// rudpPair connects a rudp stream over protocol p with its defaults.
-func rudpPair(b *testing.B, p rudp.Protocol) pair {
+// via maps a server's address to the one its client dials: the server
+// itself (direct) or a relay in front of it.
+type via func(b *testing.B, server net.Addr) string
+
+// direct dials the server itself.
+func direct(_ *testing.B, server net.Addr) string { return server.String() }
+
+// rudpPair connects a rudp stream over protocol p with its defaults,
+// dialing the address via gives.
+func rudpPair(b *testing.B, p rudp.Protocol, v via) pair {
 	cfg := &rudp.Config{Protocol: p}
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	b.Cleanup(cancel)
@@ -121,13 +129,14 @@ func rudpPair(b *testing.B, p rudp.Protocol) pair {
 	}
 	b.Cleanup(func() { ln.Close() })
 	d := rudp.Dialer{Config: cfg}
-	nc, err := d.DialContext(ctx, "udp", ln.Addr().String())
+	nc, err := d.DialContext(ctx, "udp", v(b, ln.Addr()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	c := nc.(*rudp.Conn)
 	var server atomic.Pointer[rudp.Conn]
 	b.Cleanup(func() {
+		b.Logf("sender: %+v", c.Stats())
 		closeRUDP(c)
 		if s := server.Load(); s != nil {
 			closeRUDP(s)
@@ -203,8 +212,9 @@ func tcpPair(b *testing.B) pair {
 }
 
 // quicPair opens one bidirectional quic-go stream, with quic-go's default
-// Config, over TLS 1.3 with a self-signed certificate for 127.0.0.1.
-func quicPair(b *testing.B) pair {
+// Config, over TLS 1.3 with a self-signed certificate for 127.0.0.1,
+// dialing the address via gives.
+func quicPair(b *testing.B, v via) pair {
 	serverTLS, clientTLS := selfSigned(b)
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	b.Cleanup(cancel)
@@ -213,7 +223,7 @@ func quicPair(b *testing.B) pair {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ln.Close() })
-	conn, err := quic.DialAddr(ctx, ln.Addr().String(), clientTLS, nil)
+	conn, err := quic.DialAddr(ctx, v(b, ln.Addr()), clientTLS, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -298,8 +308,9 @@ func selfSigned(b *testing.B) (server, client *tls.Config) {
 //	SetWriteDelay(false)       a Write is flushed at once, not at the
 //	                           next update
 //
-// and 4 MiB socket buffers, as rudp asks for on its own sockets.
-func kcpPair(b *testing.B) pair {
+// and 4 MiB socket buffers, as rudp asks for on its own sockets. The
+// client dials the address via gives.
+func kcpPair(b *testing.B, v via) pair {
 	ln, err := kcp.ListenWithOptions(loopback, nil, 0, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -307,7 +318,7 @@ func kcpPair(b *testing.B) pair {
 	b.Cleanup(func() { ln.Close() })
 	_ = ln.SetReadBuffer(socketBuffer)
 	_ = ln.SetWriteBuffer(socketBuffer)
-	c, err := kcp.DialWithOptions(ln.Addr().String(), nil, 0, 0)
+	c, err := kcp.DialWithOptions(v(b, ln.Addr()), nil, 0, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
