@@ -127,6 +127,12 @@ type Config struct {
 	// Stats.PeerRestarts. A repeat of the peer's own Connect is always
 	// just acknowledged again.
 	RejectNewPeerSession bool
+	// AckOnce lists each frame ID in a single DataAck, as the reference
+	// does. By default the IDs of the previous DataAck are listed again in
+	// the next one, so that a lost DataAck does not cost resends; the
+	// reference ignores IDs of frames it no longer holds
+	// (docs/protocols/porous.md §3.3).
+	AckOnce bool
 	// Congestion selects the congestion controller: congestion.BBR (the
 	// default: pacing, loss detected by RACK within about a round trip) or
 	// congestion.AIMD (the paper's window, loss detected by timeout only,

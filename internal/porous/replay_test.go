@@ -87,9 +87,9 @@ func replay(t *testing.T, rc replayCase, ours string) {
 		}
 	}
 	now := epoch
-	// The reference runs the paper's AIMD window: the captures' flushes
-	// follow its growth.
-	cfg := Config{Channels: rc.channels, MaxRxBandwidth: 100_000_000, Congestion: congestion.AIMD}
+	// The reference runs the paper's AIMD window, so the captures' flushes
+	// follow its growth, and lists each frame ID in one DataAck.
+	cfg := Config{Channels: rc.channels, MaxRxBandwidth: 100_000_000, Congestion: congestion.AIMD, AckOnce: true}
 	client := ours == "c2s"
 	if client {
 		cfg.Nonce = clientNonce

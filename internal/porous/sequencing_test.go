@@ -3,6 +3,7 @@ package porous
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -217,8 +218,10 @@ func TestFigure6ReceiveWindow(t *testing.T) {
 	require.Equal(t, uint64(3), s.Stats().PacketsRejected)
 }
 
+// TestDataAckSplit: 400 frame IDs take two DataAcks of at most 367 IDs;
+// with Config.AckOnce each ID is listed once, as the reference does.
 func TestDataAckSplit(t *testing.T) {
-	p := newFakePeer(t, Config{})
+	p := newFakePeer(t, Config{AckOnce: true})
 	for range 400 {
 		p.send()
 	}
@@ -227,6 +230,30 @@ func TestDataAckSplit(t *testing.T) {
 	require.Len(t, fs[0].Acks, MaxAcks)
 	require.Len(t, fs[1].Acks, 400-MaxAcks)
 	require.Equal(t, MaxFrameSize-1, fs[0].Len())
+}
+
+// TestDataAckRepeats: by default a DataAck lists the previous DataAck's
+// IDs again after its own, as room allows, each once; a third DataAck
+// repeats only the second's new IDs.
+func TestDataAckRepeats(t *testing.T) {
+	p := newFakePeer(t, Config{})
+	for range 400 {
+		p.send()
+	}
+	fs := p.poll()
+	require.Len(t, fs, 2)
+	require.Equal(t, fs[0].Acks[:MaxAcks], fs[0].Acks)
+	second := fs[1].Acks
+	require.Len(t, second, MaxAcks)
+	require.Len(t, slices.Compact(slices.Clone(second)), MaxAcks, "each ID once")
+	newIDs := second[:400-MaxAcks]
+	require.Equal(t, fs[0].Acks[:MaxAcks-len(newIDs)], second[len(newIDs):], "then the first DataAck's IDs")
+
+	p.send()
+	fs = p.poll()
+	require.Len(t, fs, 1)
+	require.Len(t, fs[0].Acks, 1+len(newIDs))
+	require.Equal(t, newIDs, fs[0].Acks[1:], "the second DataAck's new IDs, once more")
 }
 
 // TestSenderLeads: dependent_lead on the wire (notes §1.2, paper Figure

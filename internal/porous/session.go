@@ -107,6 +107,7 @@ type Session struct {
 	ib        uint32
 	ackq      []uint32
 	ackSorted bool
+	lastAcks  []uint32 // the new IDs of the previous DataAck, listed again in the next
 
 	// Sequencing layer (notes §3.5, §3.6).
 	txch      []txChannel

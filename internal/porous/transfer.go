@@ -419,7 +419,12 @@ func (s *Session) handleData(f *Frame) error {
 }
 
 // writeDataAck writes one DataAck with up to MaxAcks of the frame IDs
-// waiting, each listed once (notes §4 bug 1), or returns 0.
+// waiting, each listed once (notes §4 bug 1), or returns 0. Unless
+// Config.AckOnce is set, the IDs of the previous DataAck are listed again
+// after the new ones (as room allows), so that losing one DataAck does
+// not make the peer resend what arrived; a reference peer ignores an ID
+// whose frame it no longer holds (notes §3.3), and the bug of notes §4
+// concerns repeats within one DataAck only.
 func (s *Session) writeDataAck(buf []byte) int {
 	if len(s.ackq) == 0 {
 		return 0
@@ -430,11 +435,25 @@ func (s *Session) writeDataAck(buf []byte) int {
 		s.ackSorted = true
 	}
 	k := min(len(s.ackq), MaxAcks)
-	b := append(buf[:0], byte(FrameDataAck))
-	b = binary.BigEndian.AppendUint16(b, uint16(k))
-	for _, a := range s.ackq[:k] {
+	fresh := s.ackq[:k]
+	b := append(buf[:0], byte(FrameDataAck), 0, 0)
+	for _, a := range fresh {
 		b = binary.BigEndian.AppendUint32(b, a)
 	}
+	n := k
+	if !s.cfg.AckOnce {
+		for _, a := range s.lastAcks {
+			if n == MaxAcks {
+				break
+			}
+			if _, dup := slices.BinarySearch(fresh, a); !dup {
+				b = binary.BigEndian.AppendUint32(b, a)
+				n++
+			}
+		}
+		s.lastAcks = append(s.lastAcks[:0], fresh...)
+	}
+	binary.BigEndian.PutUint16(b[1:], uint16(n))
 	s.ackq = s.ackq[:copy(s.ackq, s.ackq[k:])]
 	return len(b)
 }
