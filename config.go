@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/stream"
 )
 
@@ -118,13 +119,40 @@ type Config struct {
 	// Life viewer uses 3.
 	ResendLimit int
 
-	// Logger receives debug events (new peers, drops, resets). Default: no
-	// logging.
+	// Congestion selects the sender's congestion controller. Default BBR;
+	// AIMD is the POROUS paper's window. It is local to the sender:
+	// nothing on the wire changes, and the peer may use the other.
+	Congestion Congestion
+
+	// Logger receives debug events (new peers, drops, resets, congestion
+	// responses). Default: no logging.
 	Logger *slog.Logger
 
 	// Rand is the source of session identifiers. Default crypto/rand.
 	Rand io.Reader
 }
+
+// Congestion is a congestion controller (Config.Congestion).
+type Congestion uint8
+
+const (
+	// BBR, the default, is model-based (after draft-ietf-ccwg-bbr): it
+	// estimates the bottleneck bandwidth and the minimum RTT, paces every
+	// datagram at its estimate and keeps about two bandwidth-delay
+	// products in flight. Loss lowers the rate only when it is congestion:
+	// when sending faster raised it by more than 2 %, or when it comes
+	// with a standing queue. Random loss (Wi-Fi, mobile) does not, and
+	// losses are found within about a round trip (RACK, RFC 8985).
+	BBR Congestion = iota
+	// AIMD is the window of the POROUS paper (Rev 0.2 §3.1.3): slow start,
+	// one datagram more per window acknowledged, halved on loss; loss is
+	// found by timeout only and nothing is paced. It is what the POROUS
+	// reference runs, for those who want the paper's behaviour.
+	AIMD
+)
+
+// String returns "bbr" or "aimd".
+func (c Congestion) String() string { return congestion.Algorithm(c).String() }
 
 // resolved returns a copy of c with every default filled in, or an error
 // for an invalid field.
@@ -155,6 +183,9 @@ func (c *Config) resolved() (*Config, error) {
 	}
 	if r.MaxRecvWindow < r.RecvWindow {
 		return nil, fmt.Errorf("rudp: Config.MaxRecvWindow %d below RecvWindow %d", r.MaxRecvWindow, r.RecvWindow)
+	}
+	if r.Congestion > AIMD {
+		return nil, fmt.Errorf("rudp: Config.Congestion %d unknown", r.Congestion)
 	}
 	setDefault(&r.Channels, 1)
 	setDefault(&r.MaxMessage, DefaultMaxMessage)

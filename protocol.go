@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
@@ -103,12 +104,11 @@ const (
 	// on. The viewer waits up to 100 ms; acknowledging sooner keeps the
 	// sender's window of unacknowledged messages moving.
 	lludpAckDelay = 2 * time.Millisecond
-	// lludpMaxQueued bounds an LLUDP conn's unacknowledged reliable
-	// messages. LLUDP has no congestion control, so this is its whole
-	// window: 128 datagrams of up to 1400 bytes (179 KB) fit a default
-	// Linux socket receive buffer (208 KiB), so a burst is not dropped by
-	// the peer's kernel.
-	lludpMaxQueued = 128
+	// lludpStreamQueued bounds the messages a stream over LLUDP may have
+	// unacknowledged: half the 65,536 sequence numbers behind which a
+	// receiver takes a datagram as new (see internal/lludp, Bounds), so
+	// that the congestion controller, not this bound, sets the flight.
+	lludpStreamQueued = 1 << 15
 	// lludpStreamRTOMin is the floor of the RFC 6298 resend timeout of
 	// streams over LLUDP. Streams run between rudp peers, so they time
 	// resends from the acks (lludp.Config.AckRTT) rather than with the
@@ -170,6 +170,8 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 		}
 		return porous.New(now, porous.Config{
 			Rand:                 c.Rand,
+			Congestion:           congestion.Algorithm(c.Congestion),
+			Logger:               c.Logger,
 			Channels:             c.Channels,
 			Priorities:           pri,
 			MaxPacket:            maxPacket,
@@ -196,8 +198,10 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			limit = -1 // unlimited: IdleTimeout ends a dead circuit
 		}
 		var rtoMin time.Duration // message conns: the viewer's resend timing
+		maxQueued := 0           // message conns: lludp's default
 		if stream {
 			rtoMin = lludpStreamRTOMin
+			maxQueued = lludpStreamQueued
 		}
 		return lludp.New(now, lludp.Config{
 			AckRTT:               stream,
@@ -208,7 +212,9 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			MaxDatagram:          min(c.MTU, lludp.DefaultMaxDatagram),
 			AckDelay:             lludpAckDelay,
 			ResendLimit:          limit,
-			MaxQueued:            lludpMaxQueued,
+			MaxQueued:            maxQueued,
+			Congestion:           congestion.Algorithm(c.Congestion),
+			Logger:               c.Logger,
 			KeepAlive:            c.KeepAlive,
 			IdleTimeout:          c.IdleTimeout,
 			HandshakeTimeout:     c.HandshakeTimeout,

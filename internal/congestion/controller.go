@@ -241,6 +241,11 @@ func (c *Controller) OnSent(now time.Time, p *Packet, size int, retransmit bool)
 	c.pace.sent(now, size)
 }
 
+// OnSentUnacked takes pacer credit for a datagram of size bytes that does
+// not count in flight (nothing acknowledges it, as an unreliable
+// message), so that pacing covers every datagram carrying data.
+func (c *Controller) OnSentUnacked(now time.Time, size int) { c.pace.sent(now, size) }
+
 // open starts an event if none is open.
 func (c *Controller) open() {
 	if !c.evOpen {

@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
 )
 
 // Defaults applied by New to zero Config fields (notes §6).
@@ -155,6 +158,16 @@ type Config struct {
 	// as the viewer. It must be below SeqWrap (2^24). Other values exist
 	// to exercise the wrap to 0 after 0xFFFFFF; peers accept any number.
 	InitialSeq uint32
+	// Congestion selects the sender's congestion controller: congestion.BBR
+	// (the default) or congestion.AIMD. It bounds the reliable datagrams in
+	// flight and paces every datagram carrying a message; nothing on the
+	// wire changes. With AckRTT, loss is also detected by RACK (RFC 8985)
+	// from the acks, so a loss costs about a round trip; otherwise resends
+	// keep the viewer's timing.
+	Congestion congestion.Algorithm
+	// Logger receives the congestion controller's events at Debug level;
+	// nil discards them.
+	Logger *slog.Logger
 }
 
 var errConfig = errors.New("lludp: invalid config")

@@ -95,11 +95,16 @@
 //     within 1201 bytes; datagrams up to MaxDecoded (8192) bytes are
 //     accepted.
 //   - Delivery is in arrival order; LLUDP has no ordering (notes §3.6).
-//   - Pacing: none. Queued messages leave as fast as Poll is called, so up
-//     to Config.MaxQueued reliable datagrams can be in flight at once; the
-//     viewer and OpenSim limit this with bandwidth throttles that belong to
-//     their applications, not to the transport. Lower MaxQueued for paths
-//     or socket buffers that cannot take such bursts.
+//   - Congestion control: the shared controller of internal/congestion
+//     (Config.Congestion, BBR by default) bounds the reliable datagrams in
+//     flight and paces every datagram carrying a message; the viewer and
+//     OpenSim have only their applications' bandwidth throttles. Loss is
+//     found by the resend timeout and by RACK (RFC 8985) from the acks:
+//     with Config.AckRTT a datagram RACK shows lost is resent at once;
+//     otherwise it only stops holding the congestion window, and its
+//     resend keeps the viewer's timing (so Config.ResendLimit means what
+//     it means to the viewer). With AckRTT the timeout is at least 1.5 ×
+//     SRTT, since RACK finds ordinary losses first.
 //
 // # Bounds
 //

@@ -87,15 +87,23 @@ func FuzzZeroCode(f *testing.F) {
 func checkInvariants(t *testing.T, s *Session) {
 	t.Helper()
 	n := s.queue.Len()
-	listed := 0
-	for m := s.resend.head; m != nil; m = m.next {
-		listed++
-		require.Same(t, m, s.unacked[m.seq])
-		if !m.hello {
-			n++
+	listed, flight := 0, 0
+	for st, l := range []*msgList{&s.resend, &s.suspect, &s.lost} {
+		for m := l.head; m != nil; m = m.next {
+			listed++
+			require.Same(t, m, s.unacked[m.seq])
+			require.Equal(t, msgState(st), m.list)
+			require.Equal(t, m.list == inFlight, m.pkt.InFlight(), "in flight until acknowledged or found lost")
+			if m.pkt.InFlight() {
+				flight += m.pkt.Size
+			}
+			if !m.hello {
+				n++
+			}
 		}
 	}
-	require.Equal(t, len(s.unacked), listed, "every unacked datagram is in the resend list")
+	require.Equal(t, len(s.unacked), listed, "every unacked datagram is on a list")
+	require.Equal(t, flight, s.cc.InFlight())
 	require.Equal(t, s.pending, n, "every pending message is queued or unacked")
 	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
 	require.LessOrEqual(t, s.acks.len(), maxPendingAcks)

@@ -1,6 +1,10 @@
 package lludp
 
-import "time"
+import (
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+)
 
 // Bounds of the session's tables.
 const (
@@ -27,14 +31,28 @@ type outMsg struct {
 	body     []byte // Send's copy
 	wire     []byte // reliable, once sent: the datagram without appended acks
 	seq      uint32
-	sentAt   time.Time // last transmission
+	sentAt   time.Time         // last transmission
+	pkt      congestion.Packet // the last transmission, as the controller counts it
 	resends  int
-	prev     *outMsg // resend list
+	byRTO    bool // declared lost because its resend timeout expired
+	list     msgState
+	prev     *outMsg // resend or lost list
 	next     *outMsg
 }
 
-// msgList is the list of sent reliable datagrams awaiting an ack, oldest
-// transmission first, so that the front is the next resend due.
+// msgState says which list a sent reliable datagram is on.
+type msgState uint8
+
+const (
+	inFlight msgState = iota // Session.resend
+	suspect                  // Session.suspect
+	lost                     // Session.lost
+)
+
+// msgList is a list of sent reliable datagrams awaiting an ack: those in
+// flight or suspected lost, oldest transmission first, so that the front
+// is the next timeout due; or those declared lost, in the order they are
+// resent.
 type msgList struct{ head, tail *outMsg }
 
 func (l *msgList) pushBack(m *outMsg) {

@@ -95,6 +95,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	if restart {
 		s.adoptPeer()
 	}
+	s.ackSample = 0
 	for _, id := range p.Acks {
 		s.acked(now, id)
 	}
@@ -158,6 +159,8 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
 		}
 	}
+	s.detectLosses(now)
+	s.updateCC(now, s.ackSample)
 	return nil
 }
 
@@ -169,16 +172,30 @@ func (s *Session) owe(now time.Time, seq uint32) {
 	s.acks.push(seq)
 }
 
-// acked releases our reliable datagram id, if still unacknowledged.
+// acked releases our reliable datagram id, if still unacknowledged, and
+// tells the controller.
 func (s *Session) acked(now time.Time, id uint32) {
 	m, ok := s.unacked[id]
 	if !ok {
 		return
 	}
 	delete(s.unacked, id)
-	s.resend.remove(m)
-	if s.rtt != nil && m.resends == 0 { // Karn: only datagrams sent once
-		s.rtt.Sample(now.Sub(m.sentAt))
+	switch m.list {
+	case inFlight:
+		s.resend.remove(m)
+	case suspect:
+		s.suspect.remove(m)
+		s.cc.Spurious() // found lost, yet its last transmission arrived
+	case lost:
+		s.lost.remove(m)
+		s.cc.Spurious()
+	}
+	s.cc.OnAcked(now, &m.pkt)
+	if m.resends == 0 { // Karn: only datagrams sent once
+		s.ackSample = now.Sub(m.sentAt)
+		if s.rtt != nil {
+			s.rtt.Sample(s.ackSample)
+		}
 	}
 	if m.hello {
 		s.circuitOpened(now)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -70,29 +71,17 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		s.nPongs = copy(s.pongs[:], s.pongs[1:s.nPongs])
 		return len(s.appendAcks(s.build(buf, 0, CompletePingCheck, []byte{id})))
 	}
-	if m := s.resend.head; m != nil && !now.Before(m.sentAt.Add(s.rto())) {
-		s.resend.remove(m)
-		n := copy(buf, m.wire)
-		buf[0] |= FlagResent
-		if s.rtt != nil && !now.Before(s.backoffAt.Add(s.rtt.RTO())) {
-			// RFC 6298 §5.5: the timeout is too short or the path is down.
-			// One doubling per timeout period, however many datagrams
-			// time out in it. Backing off from the first timeout matters:
-			// when the round trip lies between one and two timeouts,
-			// every datagram times out once and is acknowledged before a
-			// second timeout, Karn's rule gives no sample, and only the
-			// back-off lets a later datagram be acknowledged in time.
-			s.rtt.Backoff()
-			s.backoffAt = now
-		}
-		m.resends++
-		m.sentAt = now
-		s.resend.pushBack(m)
-		s.stats.Retransmits++
-		return n
+	s.detectLosses(now)
+	s.updateCC(now, 0)
+	if m := s.lost.head; m != nil && s.cc.CanSend(now, len(m.wire)) {
+		return s.sendAgain(now, buf, m)
 	}
-	if s.open && s.queue.Len() > 0 {
-		return s.sendQueued(now, buf)
+	if s.open && s.queue.Len() > 0 && s.lost.head == nil {
+		if s.cc.CanSend(now, queuedSize(*s.queue.Front())) {
+			return s.sendQueued(now, buf)
+		}
+	} else if s.open && s.lost.head == nil && s.cc.Room() > 0 {
+		s.cc.AppLimited()
 	}
 	if at, ok := s.pingDue(); ok && !now.Before(at) {
 		return s.sendPing(now, buf)
@@ -110,6 +99,96 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 	}
 	return 0
 }
+
+// sendAgain resends m, declared lost: the stored datagram with RESENT
+// set and the same sequence number, without appended acks (notes §3.4).
+func (s *Session) sendAgain(now time.Time, buf []byte, m *outMsg) int {
+	s.lost.remove(m)
+	m.list = inFlight
+	n := copy(buf, m.wire)
+	buf[0] |= FlagResent
+	if m.byRTO && s.rtt != nil && !now.Before(s.backoffAt.Add(s.rtt.RTO())) {
+		// RFC 6298 §5.5: the timeout is too short or the path is down.
+		// One doubling per timeout period, however many datagrams time
+		// out in it. Backing off from the first timeout matters: when
+		// the round trip lies between one and two timeouts, every
+		// datagram times out once and is acknowledged before a second
+		// timeout, Karn's rule gives no sample, and only the back-off
+		// lets a later datagram be acknowledged in time.
+		s.rtt.Backoff()
+		s.backoffAt = now
+	}
+	m.resends++
+	m.sentAt = now
+	m.byRTO = false
+	s.cc.OnSent(now, &m.pkt, n, true)
+	s.resend.pushBack(m)
+	s.stats.Retransmits++
+	return n
+}
+
+// detectLosses finds the reliable datagrams lost, oldest first: those
+// whose resend timeout expired go to the lost list, to be resent; those
+// that RACK shows lost (a datagram sent after them was acknowledged and a
+// reordering window passed) go there too with Config.AckRTT, and
+// otherwise to the suspect list, where they wait for the viewer's resend
+// timeout but no longer hold the congestion window. A datagram that has
+// used up Config.ResendLimit stays: its timeout ends the session (endAt).
+func (s *Session) detectLosses(now time.Time) {
+	rto := s.rto()
+	expired := func(m *outMsg) (due, stop bool) {
+		if now.Before(m.sentAt.Add(rto)) {
+			return false, false
+		}
+		return true, s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit
+	}
+	for m := s.suspect.head; m != nil; m = s.suspect.head {
+		if due, stop := expired(m); !due || stop {
+			break
+		}
+		s.move(m, &s.suspect, &s.lost, lost)
+		m.byRTO = true
+	}
+	for m := s.resend.head; m != nil; m = s.resend.head {
+		due, stop := expired(m)
+		if stop {
+			return
+		}
+		if due {
+			s.move(m, &s.resend, &s.lost, lost)
+			m.byRTO = true
+		} else if at, ok := s.cc.LostAt(&m.pkt, s.roundTrip()); ok && !now.Before(at) {
+			if s.rtt != nil {
+				s.move(m, &s.resend, &s.lost, lost)
+			} else {
+				s.move(m, &s.resend, &s.suspect, suspect)
+			}
+			m.byRTO = false
+		} else {
+			return
+		}
+		s.cc.OnLost(now, &m.pkt)
+	}
+}
+
+// move takes m from one list to the back of another.
+func (s *Session) move(m *outMsg, from, to *msgList, st msgState) {
+	from.remove(m)
+	to.pushBack(m)
+	m.list = st
+}
+
+// updateCC ends a controller event at now with the RTT sample sample (0
+// for none).
+func (s *Session) updateCC(now time.Time, sample time.Duration) {
+	if s.cc.Update(now, congestion.RTT{Latest: sample, Smoothed: s.roundTrip(), RTO: s.rto()}) && s.rtt != nil {
+		s.rtt.Backoff()
+	}
+}
+
+// queuedSize is about the size of the datagram carrying m: header,
+// number and body before zerocoding and acks.
+func queuedSize(m *outMsg) int { return HeaderLen + 4 + len(m.body) }
 
 // build writes into buf a datagram with the next sequence number carrying
 // message number with body, and returns it without appended acks.
@@ -133,6 +212,7 @@ func (s *Session) sendQueued(now time.Time, buf []byte) int {
 		return len(s.appendAcks(s.sendReliable(now, buf, m, FlagZerocoded)))
 	}
 	b := s.appendAcks(s.build(buf, FlagZerocoded, m.number, m.body))
+	s.cc.OnSentUnacked(now, len(b))
 	s.pending--
 	s.release(m)
 	return len(b)
@@ -145,6 +225,8 @@ func (s *Session) sendReliable(now time.Time, buf []byte, m *outMsg, flags byte)
 	b := s.build(buf, flags|FlagReliable, m.number, m.body)
 	m.wire = append(m.wire[:0], b...)
 	m.sentAt = now
+	m.list, m.byRTO = inFlight, false
+	s.cc.OnSent(now, &m.pkt, len(b), false)
 	s.unacked[m.seq] = m
 	s.resend.pushBack(m)
 	return b

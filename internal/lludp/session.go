@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -44,9 +45,15 @@ type Session struct {
 	nextSeq uint32
 	queue   engine.FIFO[*outMsg]
 	unacked map[uint32]*outMsg // by sequence number
-	resend  msgList
-	free    []*outMsg
-	pending int
+	resend  msgList            // in flight, oldest transmission first
+	suspect msgList            // lost by RACK, waiting for the resend timeout (without AckRTT)
+	lost    msgList            // declared lost, waiting to be resent
+	cc      *congestion.Controller
+	// ackSample is the RTT of the newest datagram sent once that the
+	// datagram being handled acknowledged, 0 if none.
+	ackSample time.Duration
+	free      []*outMsg
+	pending   int
 
 	// Acknowledgements owed (notes §3.3).
 	acks     ackRing
@@ -94,6 +101,11 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		nextSeq:  cfg.InitialSeq,
 		unacked:  make(map[uint32]*outMsg),
 		avgPing:  pingInitial,
+		cc: congestion.New(now, congestion.Config{
+			Algorithm:   cfg.Congestion,
+			MaxDatagram: min(cfg.MaxDatagram, MTUBytes),
+			Logger:      cfg.Logger,
+		}),
 	}
 	if cfg.AckRTT {
 		s.rtt = engine.NewRTT(ackRTTInitial, cfg.RTOMin, cfg.RTOMax)
@@ -235,6 +247,7 @@ func (s *Session) Stats() engine.Stats {
 	if s.rtt != nil && s.rtt.Sampled() {
 		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
 	}
+	st.Congestion = s.cc.Stats()
 	return st
 }
 
@@ -267,11 +280,14 @@ func (s *Session) roundTrip() time.Duration {
 }
 
 // rto is the resend timeout: 5 × the averaged ping within
-// [Config.RTOMin, Config.RTOMax] (notes §3.4), or the RFC 6298 RTO with
-// Config.AckRTT.
+// [Config.RTOMin, Config.RTOMax] (notes §3.4), or with Config.AckRTT the
+// RFC 6298 RTO but at least 1.5 × SRTT (within RTOMax): RACK finds
+// ordinary losses within a round trip, so the timeout is the last resort,
+// and acknowledgements that wait up to AckDelay on a steady path (where
+// RTTVAR is tiny) must not read as losses. POROUS keeps the same headroom.
 func (s *Session) rto() time.Duration {
 	if s.rtt != nil {
-		return s.rtt.RTO()
+		return max(s.rtt.RTO(), min(s.rtt.SRTT()*3/2, s.cfg.RTOMax))
 	}
 	return max(s.cfg.RTOMin, min(rtoFactor*s.avgPing, s.cfg.RTOMax))
 }

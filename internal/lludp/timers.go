@@ -27,14 +27,39 @@ func (s *Session) Deadline() time.Time {
 	}
 	at, ok, _ := s.endAt()
 	earliest(at, ok)
-	earliest(s.now, s.hello != nil || s.nPongs > 0 || s.open && s.queue.Len() > 0)
+	earliest(s.now, s.hello != nil || s.nPongs > 0)
+	if t, ok := s.dataAt(); ok {
+		earliest(t, true)
+	}
 	if m := s.resend.head; m != nil {
+		earliest(m.sentAt.Add(s.rto()), true)
+		earliest(s.cc.LostAt(&m.pkt, s.roundTrip()))
+	}
+	if m := s.suspect.head; m != nil {
 		earliest(m.sentAt.Add(s.rto()), true)
 	}
 	earliest(s.pingDue())
 	earliest(s.ackDue())
 	earliest(s.closeDue())
 	return d
+}
+
+// dataAt returns when the next datagram carrying a message may leave, as
+// transmit decides: a resend of a lost datagram first, else the next
+// queued message, when the congestion window and the pacer allow; false
+// when there is none or the window is full.
+func (s *Session) dataAt() (time.Time, bool) {
+	size := 0
+	switch {
+	case s.lost.head != nil:
+		size = len(s.lost.head.wire)
+	case s.open && s.queue.Len() > 0:
+		size = queuedSize(*s.queue.Front())
+	default:
+		return time.Time{}, false
+	}
+	t := s.cc.NextSend(s.now, size)
+	return t, !t.IsZero()
 }
 
 // pingDue returns when the next StartPingCheck is due: KeepAlive after the
@@ -93,8 +118,10 @@ func (s *Session) endAt() (at time.Time, ok bool, cause endCause) {
 	if s.cfg.IdleTimeout > 0 {
 		consider(s.lastRecv.Add(s.cfg.IdleTimeout), endIdle)
 	}
-	if m := s.resend.head; m != nil && s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit {
-		consider(m.sentAt.Add(s.rto()), endResend)
+	for _, m := range []*outMsg{s.resend.head, s.suspect.head} {
+		if m != nil && s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit {
+			consider(m.sentAt.Add(s.rto()), endResend)
+		}
 	}
 	return at, ok, cause
 }
@@ -108,6 +135,9 @@ func (s *Session) endError(cause endCause) error {
 		return engine.ErrIdleTimeout
 	}
 	m := s.resend.head
+	if h := s.suspect.head; m == nil || h != nil && h.sentAt.Before(m.sentAt) {
+		m = h
+	}
 	if m.hello {
 		return fmt.Errorf("lludp: UseCircuitCode unacknowledged after %d resends: %w: %w",
 			m.resends, engine.ErrHandshakeTimeout, engine.ErrRetransmitLimit)
