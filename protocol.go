@@ -224,6 +224,8 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 	}
 	return airhook.New(now, airhook.Config{
 		Rand:                 c.Rand,
+		Congestion:           congestion.Algorithm(c.Congestion),
+		Logger:               c.Logger,
 		MaxDatagram:          c.MTU,
 		KeepAlive:            c.KeepAlive,
 		IdleTimeout:          c.IdleTimeout,

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -82,6 +85,14 @@ type Config struct {
 	// false the new session is adopted as the reference does (notes §3.9)
 	// and counted in Stats.PeerRestarts.
 	RejectNewPeerSession bool
+	// Congestion selects the sender's congestion controller: congestion.BBR
+	// (the default) or congestion.AIMD. It paces the packets carrying
+	// messages and bounds those unconfirmed; a packet whose messages the
+	// peer reports missed counts as lost. Nothing on the wire changes.
+	Congestion congestion.Algorithm
+	// Logger receives the congestion controller's events at Debug level;
+	// nil discards them.
+	Logger *slog.Logger
 }
 
 var errConfig = errors.New("airhook: invalid config")

@@ -27,6 +27,14 @@
 //     repeats depends on it, so peers are unaffected. The retransmission
 //     of messages itself is the reference's: a message is resent, under a
 //     new number, only when the peer reports it missed.
+//   - Congestion control: the shared controller of internal/congestion
+//     (Config.Congestion, BBR by default) paces the packets that carry
+//     messages and bounds the bytes of those not yet confirmed; the
+//     reference sends as fast as its 255-packet and 255-message windows
+//     allow. When the peer confirms a packet, the packets before it count
+//     as delivered, except those carrying a message the peer's missed list
+//     names, which count as lost. A packet due only to confirm what
+//     arrived goes out whatever the controller says, without messages.
 //   - Keepalive (Config.KeepAlive): after KeepAlive without receiving,
 //     the session sends a new packet without messages whose observed
 //     octet repeats its previous one, so it confirms nothing new; a header

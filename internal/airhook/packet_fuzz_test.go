@@ -57,6 +57,14 @@ func checkInvariants(t *testing.T, s *Session) {
 	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
 	require.LessOrEqual(t, s.nMissed, maxMissed)
 	require.LessOrEqual(t, s.state, engine.StateClosed)
+	flight := 0
+	for i := range s.log {
+		if r := &s.log[i]; r.pkt.InFlight() {
+			require.True(t, inRange(uint8(i), s.confirmed+1, uint8(s.lastSent)+1), "only unconfirmed packets are in flight")
+			flight += r.pkt.Size
+		}
+	}
+	require.Equal(t, flight, s.cc.InFlight())
 }
 
 // pollChecked polls s until nothing is due, checking every datagram.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -148,9 +149,13 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
 		// of our header repeats ends, even on a side that sends no
 		// messages and so never takes a sample.
 		s.rtt.ClearBackoff()
+		var sample time.Duration
 		if conf.messages && !conf.repeated {
-			s.rtt.Sample(now.Sub(conf.at)) // Karn: sent once, first confirmation
+			sample = now.Sub(conf.at) // Karn: sent once, first confirmation
+			s.rtt.Sample(sample)
 		}
+		s.resolve(now, oldConfirmed, p.Missed, old.nextOut, conf.nextOut)
+		s.cc.Update(now, congestion.RTT{Latest: sample, Smoothed: s.rtt.SRTT(), RTO: s.rtt.RTO()})
 	}
 	s.deliver(msgs)
 
@@ -173,10 +178,39 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
 	}
 }
 
+// resolve tells the controller what became of our packets newly
+// confirmed, those after from up to s.confirmed: a packet one of whose
+// messages the peer reports missed (in list, within [lo, hi) as
+// actOnMissed reads it) was lost; the others were delivered.
+func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8) {
+	var missed [4]uint64 // by message number
+	for i := len(list) - 1; i >= 0 && inRange(list[i], lo, hi); i-- {
+		missed[list[i]/64] |= 1 << (list[i] % 64)
+	}
+	for seq := from + 1; seq != s.confirmed+1; seq++ {
+		r := &s.log[seq]
+		if !r.pkt.InFlight() {
+			continue
+		}
+		lost := false
+		for n := r.nextOut - r.count; n != r.nextOut && !lost; n++ {
+			lost = missed[n/64]&(1<<(n%64)) != 0
+		}
+		if lost {
+			s.cc.OnLost(now, &r.pkt)
+		} else {
+			s.cc.OnAcked(now, &r.pkt)
+		}
+	}
+}
+
 // adoptPeer resynchronises with a new peer session (notes §3.9).
 func (s *Session) adoptPeer(p *Packet) {
 	if s.peer != 0 {
 		s.stats.PeerRestarts++
+	}
+	for seq := s.confirmed + 1; seq != uint8(s.lastSent)+1; seq++ {
+		s.cc.Forget(&s.log[seq].pkt) // the new peer will confirm none of them
 	}
 	s.nMissed = 0
 	s.nextIn = 0

@@ -79,9 +79,20 @@ func (s *Session) novel() bool {
 // transmitDue returns when the next packet is due and why (notes §3.7),
 // the reference's retransmit interval being the RTO.
 func (s *Session) transmitDue() (time.Time, dueReason) {
+	if s.novel() {
+		if s.newIncoming() {
+			return s.now, dueNow
+		}
+		if s.canSend() {
+			// New messages leave when the congestion controller lets a
+			// packet go; with the window full, an acknowledgement must
+			// come first.
+			if t := s.cc.NextSend(s.now, s.cfg.MaxDatagram); !t.IsZero() {
+				return t, dueNow
+			}
+		}
+	}
 	switch {
-	case s.novel() && (s.newIncoming() || s.canSend()):
-		return s.now, dueNow
 	case s.kick:
 		return s.kickAt, dueNow
 	case s.retryArmed || !s.peerKnowsUs || s.push == pushSent ||
@@ -144,7 +155,12 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 	}
 	p.Missed = s.missed[:s.nMissed]
 	if !probe {
-		s.fill(p)
+		if s.cc.CanSend(now, s.cfg.MaxDatagram) {
+			s.fill(p)
+		}
+		if s.queue.len() == 0 && s.cc.Room() > 0 {
+			s.cc.AppLimited()
+		}
 	}
 	n = len(p.AppendTo(buf[:0]))
 	clear(p.Messages) // do not keep recycled buffers reachable
@@ -153,11 +169,16 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 	if s.push == pushPending && p.Session != 0 && p.ObservedSession != 0 {
 		s.push, s.pushSeq = pushSent, p.Seq
 	}
-	s.log[uint8(p.Seq)] = record{
+	r := &s.log[uint8(p.Seq)]
+	*r = record{
 		at:       now,
 		nextOut:  s.nextOut,
 		nextIn:   s.nextIn,
+		count:    uint8(len(p.Messages)),
 		messages: len(p.Messages) > 0,
+	}
+	if r.messages {
+		s.cc.OnSent(now, &r.pkt, n, false)
 	}
 	return n, false
 }

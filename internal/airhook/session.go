@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -22,11 +23,13 @@ const (
 // record is what the session remembers of one of its own new packets,
 // indexed by the low octet of the packet's sequence number.
 type record struct {
-	at       time.Time // when it was sent
-	nextOut  uint8     // our next message number after its messages
-	nextIn   uint8     // the peer's next message number as known then
-	messages bool      // it carried at least one message
-	repeated bool      // a header repeat reused its sequence number
+	at       time.Time         // when it was sent
+	pkt      congestion.Packet // the controller's record, when it carried messages
+	nextOut  uint8             // our next message number after its messages
+	nextIn   uint8             // the peer's next message number as known then
+	count    uint8             // messages it carried
+	messages bool              // it carried at least one message
+	repeated bool              // a header repeat reused its sequence number
 }
 
 // Session is one Airhook endpoint talking to one peer: a sans-I/O state
@@ -57,6 +60,7 @@ type Session struct {
 
 	recv engine.FIFO[engine.Message]
 
+	cc           *congestion.Controller
 	rtt          engine.RTT
 	now          time.Time // latest time seen
 	created      time.Time
@@ -88,10 +92,15 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	return &Session{
-		cfg:          cfg,
-		own:          cfg.Session,
-		lastSent:     1,
-		rtt:          *engine.NewRTT(cfg.RTOInitial, cfg.RTOMin, cfg.RTOMax),
+		cfg:      cfg,
+		own:      cfg.Session,
+		lastSent: 1,
+		rtt:      *engine.NewRTT(cfg.RTOInitial, cfg.RTOMin, cfg.RTOMax),
+		cc: congestion.New(now, congestion.Config{
+			Algorithm:   cfg.Congestion,
+			MaxDatagram: cfg.MaxDatagram,
+			Logger:      cfg.Logger,
+		}),
 		now:          now,
 		created:      now,
 		lastTransmit: now,
@@ -196,6 +205,7 @@ func (s *Session) Pending() int { return s.pending }
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO()
+	st.Congestion = s.cc.Stats()
 	return st
 }
 
