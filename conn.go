@@ -39,6 +39,7 @@ type Conn struct {
 	maxQueued int
 	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
 	aborted   bool                // an RST was queued
+	recycle   engine.Recycler     // the engine, if it reuses delivered buffers
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -64,6 +65,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	})
 	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
 	c.a.up = c
+	c.recycle, _ = eng.(engine.Recycler)
 }
 
 // Read reads in-order stream bytes into p. It blocks until at least one
@@ -161,6 +163,9 @@ func (c *Conn) deliver(m engine.Message) {
 	if err := c.st.HandleFrame(m.Data); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
+	if c.recycle != nil {
+		c.recycle.Recycle(m.Data) // the stream copied what it keeps
+	}
 }
 
 // full implements upper: the stream's window bounds what it holds.
@@ -180,7 +185,7 @@ func (c *Conn) pump(now time.Time) {
 	c.st.Tune(now, c.a.eng.Stats().SRTT)
 	for range 2 {
 		drained := false // the stream has no frame left to send
-		for c.a.eng.Pending() < c.maxQueued {
+		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom() > 0 {
 			n := c.st.NextFrame(c.frame)
 			if n == 0 {
 				drained = true

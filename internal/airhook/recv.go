@@ -265,6 +265,7 @@ func (s *Session) confirmMessages(from, to uint8) {
 		if m := s.waiting[n]; m != nil {
 			s.waiting[n] = nil
 			s.pending--
+			s.pendBytes -= len(m.data)
 			s.free = append(s.free, m)
 		}
 	}

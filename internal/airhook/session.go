@@ -52,11 +52,12 @@ type Session struct {
 	missed  [maxMissed]uint8 // peer message numbers detected lost, oldest first
 	nMissed int
 
-	waiting [256]*outMsg // sent and unconfirmed, by message number
-	queue   outQueue     // waiting for a message number
-	free    []*outMsg    // recycled messages
-	pending int          // accepted by Send, not confirmed
-	order   uint64       // Send counter
+	waiting   [256]*outMsg // sent and unconfirmed, by message number
+	queue     outQueue     // waiting for a message number
+	free      []*outMsg    // recycled messages
+	pending   int          // accepted by Send, not confirmed
+	pendBytes int          // their bytes
+	order     uint64       // Send counter
 
 	recv engine.FIFO[engine.Message]
 
@@ -146,6 +147,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	m.order, m.sends = s.order, 0
 	s.order++
 	s.pending++
+	s.pendBytes += len(p)
 	s.queue.insert(m)
 	return nil
 }
@@ -193,6 +195,10 @@ func (s *Session) State() engine.State { return s.state }
 // engine.ErrIdleTimeout or an error wrapping engine.ErrLingerTimeout; nil
 // while open and after a graceful close.
 func (s *Session) Err() error { return s.err }
+
+// SendRoom returns engine.SendRoom of the bytes of pending messages and
+// the congestion window.
+func (s *Session) SendRoom() int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
 
 // Pending returns the number of messages accepted by Send and not yet
 // confirmed by the peer: queued, in flight, or waiting to be resent.

@@ -169,10 +169,38 @@ type Engine interface {
 	// Pending is the number of messages accepted by Send whose delivery is
 	// not yet confirmed by the peer.
 	Pending() int
+	// SendRoom is how many more bytes of messages the engine should be
+	// given now: what keeps its congestion window busy for about another
+	// round trip (see SendRoom the function), never negative. Send
+	// accepts more, up to its own bounds, but a caller that can hold data
+	// back (a stream, a queue of its own) gives no more, so that a message
+	// sent later does not wait behind a long queue inside the engine.
+	SendRoom() int
 	// Stats returns a snapshot of the counters.
 	Stats() Stats
 	// Capabilities describes what this engine carries.
 	Capabilities() Capabilities
+}
+
+// MinSendRoom is the least data SendRoom lets an engine hold beyond twice
+// its congestion window: 64 KiB, so that a small window still has a
+// datagram's worth queued behind it.
+const MinSendRoom = 64 << 10
+
+// SendRoom is what an engine's SendRoom method returns: room for
+// 2 × cwnd + MinSendRoom bytes accepted by Send and not yet confirmed
+// (queued or in flight), less the pending bytes already there. One
+// window's worth in flight and one queued keep the window busy, and a new
+// message waits at most about a round trip behind the queue.
+func SendRoom(pendingBytes, cwnd int) int {
+	return max(0, 2*cwnd+MinSendRoom-pendingBytes)
+}
+
+// Recycler is implemented by engines that reuse the buffers of delivered
+// messages: a caller that has consumed a Message's Data (copied what it
+// needs) may hand the slice back with Recycle, and must not use it after.
+type Recycler interface {
+	Recycle(b []byte)
 }
 
 // Errors shared by all engines. The root package re-exports the ones users

@@ -54,6 +54,7 @@ type Session struct {
 	ackSample time.Duration
 	free      []*outMsg
 	pending   int
+	pendBytes int // bytes of the pending messages' bodies
 
 	// Acknowledgements owed (notes §3.3).
 	acks     ackRing
@@ -168,6 +169,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	m.body = append(m.body[:0], p...)
 	s.queue.Push(m)
 	s.pending++
+	s.pendBytes += len(p)
 	return nil
 }
 
@@ -176,6 +178,7 @@ func (s *Session) release(m *outMsg) {
 	if m.hello {
 		return
 	}
+	s.pendBytes -= len(m.body)
 	m.prev, m.next = nil, nil
 	s.free = append(s.free, m)
 }
@@ -229,6 +232,10 @@ func (s *Session) State() engine.State { return s.state }
 // sent CloseCircuit with messages of ours pending. It is nil while open
 // and after a graceful close.
 func (s *Session) Err() error { return s.err }
+
+// SendRoom returns engine.SendRoom of the bytes of pending messages and
+// the congestion window.
+func (s *Session) SendRoom() int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
 
 // Pending returns the number of messages accepted by Send that are queued,
 // or were sent reliably and are not yet acknowledged. The client's

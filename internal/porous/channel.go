@@ -20,6 +20,9 @@ const (
 	// maxPooledSize are not recycled.
 	maxPooled     = 256
 	maxPooledSize = 64 << 10
+	// maxRecvPool bounds the reassembly buffers kept for reuse (see
+	// Session.Recycle): 32 × 1452 bytes.
+	maxRecvPool = 32
 )
 
 // outPacket is a packet accepted by Send and not yet confirmed.
@@ -413,12 +416,37 @@ func validFragment(m *Message) bool {
 // allocated at once.
 func (s *Session) bufferCost(m *Message) int {
 	if m.LastFragmentID == 0 {
+		if len(m.Data) > FragmentSize/2 {
+			return FragmentSize // see recvBuffer
+		}
 		return len(m.Data)
 	}
 	if int(m.LastFragmentID)*FragmentSize > s.cfg.MaxPacket {
 		return 0 // dud
 	}
 	return (int(m.LastFragmentID) + 1) * FragmentSize
+}
+
+// recvBuffer returns the reassembly buffer of m's packet, of capacity c
+// (bufferCost). A packet of one fragment filling more than half of one
+// gets FragmentSize, from the pool of recycled buffers when it has one, so
+// that a caller that recycles (a stream) allocates nothing per packet; a
+// smaller one gets its size, so that tiny messages do not hold a
+// fragment's worth.
+func (s *Session) recvBuffer(m *Message, c int) []byte {
+	n := c
+	if m.LastFragmentID == 0 {
+		n = len(m.Data)
+	}
+	if c == FragmentSize && m.LastFragmentID == 0 {
+		if k := len(s.recvPool); k > 0 {
+			b := s.recvPool[k-1][:n]
+			s.recvPool[k-1] = nil
+			s.recvPool = s.recvPool[:k-1]
+			return b
+		}
+	}
+	return make([]byte, n, c)
 }
 
 // rxReserve is the memory a channel may take beyond the shared reassembly
@@ -589,9 +617,8 @@ func (s *Session) onFragment(m *Message) {
 			e.dud = true
 			return
 		}
-		n := s.bufferCost(m)
-		e.buf = make([]byte, n)
-		s.charge(m.Channel, e, n)
+		e.buf = s.recvBuffer(m, s.bufferCost(m))
+		s.charge(m.Channel, e, cap(e.buf))
 		if e.last >= 64 {
 			e.bits = make([]uint64, (int(e.last)+64)/64)
 		}
@@ -662,7 +689,7 @@ func (s *Session) deliver(ch uint8) {
 		case e.complete():
 			if e.size <= s.cfg.MaxPacket {
 				n := entryCost + cap(e.buf)
-				s.recv.Push(engine.Message{Data: e.buf[:e.size:e.size], Channel: ch})
+				s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch})
 				s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
 				s.recvBytes += n
 				e.exempt = 0 // the Recv queue holds it now

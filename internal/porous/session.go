@@ -122,6 +122,7 @@ type Session struct {
 	pending   int
 	pendBytes int
 	free      []*outPacket
+	recvPool  [][]byte // reassembly buffers handed back by Recycle
 	recv      engine.FIFO[engine.Message]
 	recvCost  engine.FIFO[recvCharge] // parallel to recv
 
@@ -271,6 +272,19 @@ func (s *Session) Err() error {
 		return nil
 	}
 	return s.err
+}
+
+// SendRoom returns engine.SendRoom of the bytes of pending packets and the
+// congestion window.
+func (s *Session) SendRoom() int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
+
+// Recycle takes back the Data of a delivered packet that the caller has
+// consumed, for reuse as a reassembly buffer (engine.Recycler). Only
+// buffers of FragmentSize capacity are kept, at most maxRecvPool.
+func (s *Session) Recycle(b []byte) {
+	if cap(b) == FragmentSize && len(s.recvPool) < maxRecvPool {
+		s.recvPool = append(s.recvPool, b[:0])
+	}
 }
 
 // Pending returns the number of messages accepted by Send and not yet
