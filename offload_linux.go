@@ -46,15 +46,20 @@ func putSegmentSize(oob []byte, size int) []byte {
 
 // segmentSize returns the size of the datagrams the kernel joined, read
 // from the control messages of a receive, or 0 if it joined none.
+// It walks the headers in place: unix.ParseSocketControlMessage would
+// allocate for every receive.
 func segmentSize(oob []byte) int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.IPPROTO_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 4 {
-			return int(binary.NativeEndian.Uint32(m.Data))
+	hdr := unix.CmsgLen(0)
+	for len(oob) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return 0
 		}
+		if h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
+			return int(binary.NativeEndian.Uint32(oob[hdr:]))
+		}
+		oob = oob[min(unix.CmsgSpace(l-hdr), len(oob)):]
 	}
 	return 0
 }

@@ -27,6 +27,13 @@ func TestSegmentSizeControlMessages(t *testing.T) {
 	copy(gro[unix.CmsgLen(0):], []byte{0x0a, 0x05, 0, 0}) // 1290, little-endian
 	require.Equal(t, 1290, segmentSize(gro[:unix.CmsgSpace(4)]))
 	require.Zero(t, segmentSize(nil))
+	require.Zero(t, testing.AllocsPerRun(100, func() { segmentSize(gro[:unix.CmsgSpace(4)]) }))
+
+	// After another control message, and cut short.
+	two := append(putSegmentSize(make([]byte, oobSize), 7), gro[:unix.CmsgSpace(4)]...)
+	require.Equal(t, 1290, segmentSize(two))
+	require.Zero(t, segmentSize(two[:unix.CmsgSpace(2)+unix.CmsgLen(0)+2]), "a GRO message cut short")
+	require.Zero(t, segmentSize(gro[:unix.CmsgLen(0)-1]))
 }
 
 // TestOffloadOnLoopback: on this system's loopback, a rudp stream runs
