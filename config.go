@@ -22,6 +22,8 @@ const (
 	DefaultSendBuffer       = 1 << 20  // bytes
 	DefaultBacklog          = 128      // new peers
 	DefaultMaxRecvQueue     = 1024     // messages
+	// DefaultMaxUnreliableDelay is the default Config.MaxUnreliableDelay.
+	DefaultMaxUnreliableDelay = 100 * time.Millisecond
 )
 
 // Config configures conns and listeners. A nil *Config, and every zero
@@ -101,6 +103,20 @@ type Config struct {
 	// only when no message of the other (high-priority) channels is
 	// waiting. Priority is local: it is not signalled to the peer.
 	LowPriorityChannels []uint8
+
+	// ChannelWeights gives POROUS channels their share of the sending when
+	// several of one priority have messages waiting: they take turns
+	// (deficit round robin), each sending up to its weight in datagrams
+	// per turn, so a small message on one channel waits about one
+	// datagram per busy channel, never behind another channel's queue.
+	// Index i is channel i's weight, 1 to 255; missing entries are 1.
+	ChannelWeights []int
+
+	// MaxUnreliableDelay is how long an unreliable POROUS message may wait
+	// to be sent: one still unsent after it is dropped, and counted in
+	// Stats.Expired, rather than sent late. Default 100 ms; negative
+	// means no limit.
+	MaxUnreliableDelay time.Duration
 
 	// MaxMessage is the largest POROUS message, in bytes, that a message
 	// conn sends (larger ones fail with ErrMessageTooLarge) and receives
@@ -188,6 +204,9 @@ func (c *Config) resolved() (*Config, error) {
 		return nil, fmt.Errorf("rudp: Config.Congestion %d unknown", r.Congestion)
 	}
 	setDefault(&r.Channels, 1)
+	if r.MaxUnreliableDelay == 0 {
+		r.MaxUnreliableDelay = DefaultMaxUnreliableDelay
+	}
 	setDefault(&r.MaxMessage, DefaultMaxMessage)
 	if err := r.validateProtocol(); err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ type Conn struct {
 	// guarded by a.mu
 	st        *stream.Stream
 	frame     []byte
+	held      int // bytes of a frame in frame that the engine refused, to hand it again
 	maxQueued int
 	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
 	aborted   bool                // an RST was queued
@@ -185,15 +186,18 @@ func (c *Conn) pump(now time.Time) {
 	c.st.Tune(now, c.a.eng.Stats().SRTT)
 	for range 2 {
 		drained := false // the stream has no frame left to send
-		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom() > 0 {
-			n := c.st.NextFrame(c.frame)
-			if n == 0 {
+		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {
+			if c.held == 0 {
+				c.held = c.st.NextFrame(c.frame)
+			}
+			if c.held == 0 {
 				drained = true
 				break
 			}
-			if c.a.eng.Send(c.frame[:n], c.cfg.streamOptions()) != nil {
-				break // the engine has ended; settle reports why
+			if c.a.eng.Send(c.frame[:c.held], c.cfg.streamOptions()) != nil {
+				break // kept in c.frame for the next pump; if the engine ended, settle reports why
 			}
+			c.held = 0
 		}
 		if !c.opened && c.st.Opened() {
 			c.markOpened()

@@ -131,6 +131,14 @@ func (c *Config) validateProtocol() error {
 				return fmt.Errorf("rudp: Config.LowPriorityChannels: channel %d of %d", ch, c.Channels)
 			}
 		}
+		if len(c.ChannelWeights) > c.Channels {
+			return fmt.Errorf("rudp: Config.ChannelWeights: %d weights for %d channels", len(c.ChannelWeights), c.Channels)
+		}
+		for i, w := range c.ChannelWeights {
+			if w < 1 || w > 255 {
+				return fmt.Errorf("rudp: Config.ChannelWeights[%d] = %d, want 1..255", i, w)
+			}
+		}
 		if c.MaxMessage > MaxMessagePOROUS {
 			return fmt.Errorf("rudp: Config.MaxMessage %d above %d", c.MaxMessage, MaxMessagePOROUS)
 		}
@@ -174,6 +182,8 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			Logger:               c.Logger,
 			Channels:             c.Channels,
 			Priorities:           pri,
+			Weights:              c.ChannelWeights,
+			MaxUnreliableDelay:   c.MaxUnreliableDelay,
 			MaxPacket:            maxPacket,
 			MaxQueued:            maxQueued,
 			MaxQueuedBytes:       maxQueuedBytes,
@@ -234,6 +244,9 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 		RejectNewPeerSession: stream,
 	})
 }
+
+// streamChannel is the channel a stream's frames ride on.
+const streamChannel = 0
 
 // streamOptions are the send options of a stream's frames.
 func (c *Config) streamOptions() engine.SendOptions {

@@ -16,6 +16,7 @@ type Stats struct {
 	Retransmits     uint64        // messages sent again after a loss
 	Duplicates      uint64        // duplicate datagrams or messages dropped
 	PeerRestarts    uint64        // times the peer came back with a new session
+	Expired         uint64        // unreliable messages dropped unsent after Config.MaxUnreliableDelay
 	SRTT            time.Duration // smoothed round-trip time (RFC 6298)
 	RTTVar          time.Duration // round-trip time variation
 	RTO             time.Duration // current retransmission timeout
@@ -51,6 +52,7 @@ func statsOf(a *assoc) Stats {
 		Retransmits:     s.Retransmits,
 		Duplicates:      s.Duplicates,
 		PeerRestarts:    s.PeerRestarts,
+		Expired:         s.Expired,
 		SRTT:            s.SRTT,
 		RTTVar:          s.RTTVar,
 		RTO:             s.RTO,

@@ -124,6 +124,7 @@ type Stats struct {
 	Retransmits     uint64 // messages sent again after a loss
 	Duplicates      uint64 // duplicate packets or messages dropped
 	PeerRestarts    uint64 // new peer sessions seen after the first
+	Expired         uint64 // unreliable messages dropped unsent after waiting too long
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its
 	// variation and the retransmission timeout; each engine's Stats says
 	// where they come from (zero when the engine has no such estimate).
@@ -169,13 +170,15 @@ type Engine interface {
 	// Pending is the number of messages accepted by Send whose delivery is
 	// not yet confirmed by the peer.
 	Pending() int
-	// SendRoom is how many more bytes of messages the engine should be
-	// given now: what keeps its congestion window busy for about another
-	// round trip (see SendRoom the function), never negative. Send
-	// accepts more, up to its own bounds, but a caller that can hold data
-	// back (a stream, a queue of its own) gives no more, so that a message
-	// sent later does not wait behind a long queue inside the engine.
-	SendRoom() int
+	// SendRoom is how many more bytes of messages on channel ch the
+	// engine should be given now: what keeps its congestion window busy
+	// for about another round trip (see SendRoom the function), never
+	// negative. While it is positive, Send takes a message on ch (one may
+	// overshoot it) unless another of Send's bounds refuses it; a caller
+	// that can hold data back (a stream, a queue of its own) gives no more
+	// once it is 0, so that a message sent later does not wait behind a
+	// long queue inside the engine.
+	SendRoom(ch uint8) int
 	// Stats returns a snapshot of the counters.
 	Stats() Stats
 	// Capabilities describes what this engine carries.

@@ -234,8 +234,8 @@ func (s *Session) State() engine.State { return s.state }
 func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
-// the congestion window.
-func (s *Session) SendRoom() int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
+// the congestion window (there is one channel).
+func (s *Session) SendRoom(uint8) int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
 
 // Pending returns the number of messages accepted by Send that are queued,
 // or were sent reliably and are not yet acknowledged. The client's

@@ -165,7 +165,7 @@ func (e *srEngine) State() engine.State {
 
 func (e *srEngine) Err() error          { return nil }
 func (e *srEngine) Pending() int        { return len(e.unacked) }
-func (e *srEngine) SendRoom() int       { return 1 << 20 }
+func (e *srEngine) SendRoom(uint8) int  { return 1 << 20 }
 func (e *srEngine) Stats() engine.Stats { return e.st }
 
 func (e *srEngine) Capabilities() engine.Capabilities {
@@ -208,6 +208,6 @@ func (e *stubEngine) Close(time.Time)                       {}
 func (e *stubEngine) State() engine.State                   { return engine.StateEstablished }
 func (e *stubEngine) Err() error                            { return nil }
 func (e *stubEngine) Pending() int                          { return 0 }
-func (e *stubEngine) SendRoom() int                         { return 0 }
+func (e *stubEngine) SendRoom(uint8) int                    { return 0 }
 func (e *stubEngine) Stats() engine.Stats                   { return engine.Stats{} }
 func (e *stubEngine) Capabilities() engine.Capabilities     { return engine.Capabilities{} }

@@ -212,23 +212,43 @@ func TestPorousRateLimited(t *testing.T) {
 	x.closeBoth()
 }
 
-// TestPorousUnreliableNoStall: with half of all datagrams lost, a channel
-// of Unreliable packets keeps delivering later packets, in order and at
-// most once, while Reliable packets on another channel all arrive.
+// TestPorousUnreliableNoStall: with half of all datagrams lost, a Low
+// priority channel of Unreliable packets keeps delivering later packets,
+// in order and at most once, while Reliable packets on a High channel all
+// arrive. Without a delay limit some of every stretch of the Unreliable
+// packets arrives; with the default limit (100 ms) every one that arrives
+// left within it, so it arrives within it plus the path's delay, and the
+// others are counted as expired.
 func TestPorousUnreliableNoStall(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+	}{{"no limit", -1}, {"default limit", 0}} {
+		t.Run(tc.name, func(t *testing.T) { unreliableNoStall(t, tc.delay) })
+	}
+}
+
+func unreliableNoStall(t *testing.T, maxDelay time.Duration) {
 	link := netsim.LinkConfig{Loss: 0.5, Delay: 10 * time.Millisecond, Jitter: 2 * time.Millisecond}
-	a := newPorous(t, porous.Config{Nonce: poNonceA, Channels: 2, Priorities: []porous.Priority{porous.Low, porous.High}})
+	a := newPorous(t, porous.Config{Nonce: poNonceA, Channels: 2, Priorities: []porous.Priority{porous.Low, porous.High}, MaxUnreliableDelay: maxDelay})
 	b := newPorous(t, porous.Config{Nonce: poNonceB, Channels: 2})
 	sim := netsim.New(6, a, b, link, link)
 	const nUnrel, nRel = 100_000, 300
+	const perMS = 20 // Unreliable packets offered per millisecond
 	var unrelGot []int
+	sentAt := make([]time.Time, nUnrel) // when Send took Unreliable packet i
 	relGot := 0
-	bad := 0
+	bad, late := 0, 0
 	sim.OnDeliver(netsim.B, func(m engine.Message) {
 		i := int(binary.BigEndian.Uint32(m.Data[1:]))
 		switch {
 		case m.Channel == 0 && len(m.Data) == 5 && (len(unrelGot) == 0 || i > unrelGot[len(unrelGot)-1]):
 			unrelGot = append(unrelGot, i)
+			// The link takes at most 12 ms; the next Poll after Send may
+			// come a millisecond later.
+			if maxDelay == 0 && sim.Now().Sub(sentAt[i]) > porous.DefaultMaxUnreliableDelay+13*time.Millisecond {
+				late++
+			}
 		case m.Channel == 1 && i == relGot && bytes.Equal(m.Data, poPacket(1, i)):
 			relGot++
 		default:
@@ -241,24 +261,30 @@ func TestPorousUnreliableNoStall(t *testing.T) {
 		for sentR < nRel && a.Send(poPacket(1, sentR), engine.SendOptions{Channel: 1}) == nil {
 			sentR++
 		}
-		// Unreliable packets at a steady 20 per millisecond.
-		for want := min(nUnrel, int(sim.Now().Sub(netsim.Epoch())/time.Millisecond)*20); sentU < want; sentU++ {
+		for want := min(nUnrel, int(sim.Now().Sub(netsim.Epoch())/time.Millisecond)*perMS); sentU < want; sentU++ {
 			p := make([]byte, 5)
 			binary.BigEndian.PutUint32(p[1:], uint32(sentU))
 			if a.Send(p, engine.SendOptions{Channel: 0, Delivery: engine.Unreliable}) != nil {
 				break
 			}
+			sentAt[sentU] = sim.Now()
 		}
 		return sentU == nUnrel && relGot == nRel && a.Pending() == 0
 	}, time.Hour)
 	st := sim.Stats()
-	t.Logf("50%% loss: %v virtual (%v real); unreliable %d of %d delivered (last %d), reliable %d of %d; A %+v",
-		st.Elapsed, time.Since(start).Round(time.Millisecond), len(unrelGot), nUnrel, unrelGot[len(unrelGot)-1], relGot, nRel, a.Stats())
+	t.Logf("50%% loss: %v virtual (%v real); unreliable %d of %d delivered (last %d), %d expired; reliable %d of %d; A %+v",
+		st.Elapsed, time.Since(start).Round(time.Millisecond), len(unrelGot), nUnrel, unrelGot[len(unrelGot)-1], a.Stats().Expired, relGot, nRel, a.Stats())
 	require.NoError(t, err)
 	assert.Zero(t, bad)
 	assert.Equal(t, nRel, relGot, "reliable packets on the other channel all arrive")
 	assert.Greater(t, len(unrelGot), nUnrel/10)
 	assert.Greater(t, unrelGot[len(unrelGot)-1], nUnrel-nUnrel/20, "later unreliable packets keep arriving")
+	if maxDelay == 0 {
+		assert.Zero(t, late, "unreliable packets delivered later than the limit allows")
+		assert.NotZero(t, a.Stats().Expired)
+		return
+	}
+	assert.Zero(t, a.Stats().Expired)
 	// Every stretch of 10 % of the unreliable packets got some through.
 	for k := range 10 {
 		lo, hi := k*nUnrel/10, (k+1)*nUnrel/10

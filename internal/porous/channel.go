@@ -3,6 +3,7 @@ package porous
 import (
 	"math/bits"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/rudpkit/rudp/internal/engine"
@@ -28,9 +29,10 @@ const (
 // outPacket is a packet accepted by Send and not yet confirmed.
 type outPacket struct {
 	data     []byte
-	seq      uint32 // packet_seq
-	lead     uint16 // dependent_lead
-	last     uint16 // last fragment ID
+	queuedAt time.Time // Unreliable: when it was queued (see Session.stamp)
+	seq      uint32    // packet_seq
+	lead     uint16    // dependent_lead
+	last     uint16    // last fragment ID
 	ch       uint8
 	reliable bool // Reliable or Passive: its fragments are reliable messages
 	sentinel bool // Unreliable with seq ≡ 2047 (mod 2048): a Sentinel follows
@@ -73,39 +75,49 @@ func (it *qItem) size() int {
 	return WindowAckSize
 }
 
-// take removes the next message of it, the front of q, and reports whether
-// it is reliable.
-func (s *Session) take(q *engine.FIFO[qItem], it *qItem) (sentMsg, bool) {
+// take removes the next message of it, the front of channel c's queue,
+// and reports whether it is reliable.
+func (s *Session) take(c *txChannel, it *qItem) (sentMsg, bool) {
 	m := sentMsg{kind: it.kind, ch: it.ch, seq: it.seq, lead: it.lead}
+	n := it.size()
 	switch it.kind {
 	case MsgFragment:
 		p := it.pkt
 		m.pkt, m.frag = p, uint16(it.frag)
-		if it.frag == int(p.last) {
+		c.unsent -= len(p.fragment(it.frag))
+		done := it.frag == int(p.last)
+		if done {
 			s.stats.MessagesSent++
-			q.Pop()
+			c.q.Pop()
 		} else {
 			it.frag++
 		}
+		s.taken(c, n, done)
 		return m, p.reliable
 	case MsgWindowAck:
-		c := &s.txch[it.ch]
 		m.seq, c.wackQueued = c.wackSeq, false
 	}
-	q.Pop()
+	c.q.Pop()
+	s.taken(c, n, true)
 	return m, true
 }
 
 // txChannel is the sending side of a channel (notes §3.5).
 type txChannel struct {
+	q          engine.FIFO[qItem]      // messages to send, in order
 	waiting    engine.FIFO[*outPacket] // beyond the send window, in order
 	next       uint32                  // next packet_seq
 	lastRel    uint32                  // packet_seq of the last Reliable packet
 	base       uint32                  // send window base, moved by WindowAcks
 	wackSeq    uint32                  // newest WindowAck to send
+	unsent     int                     // bytes of packets accepted and not yet sent
+	deficit    int                     // round robin: bytes it may still send in its turn
+	quantum    int                     // round robin: bytes added per turn
+	id         uint8
 	prio       Priority
 	hasRel     bool
 	wackQueued bool
+	listed     bool // in line in Session.active
 }
 
 // queuePacket numbers a copy of p as the next packet of channel ch and
@@ -133,6 +145,10 @@ func (s *Session) queuePacket(data []byte, ch uint8, mode engine.Delivery) {
 	p.left = int(p.last) + 1
 	s.pending++
 	s.pendBytes += len(data)
+	c.unsent += len(data)
+	if mode == engine.Unreliable {
+		s.unstamped = append(s.unstamped, p)
+	}
 	if c.waiting.Len() == 0 && (p.seq-c.base)&seqMask24 < ChannelWindow {
 		s.enqueue(p)
 	} else {
@@ -140,13 +156,12 @@ func (s *Session) queuePacket(data []byte, ch uint8, mode engine.Delivery) {
 	}
 }
 
-// enqueue puts the messages of p in its channel's priority queue: its
-// fragments, then its Sentinel if it has one.
+// enqueue puts the messages of p in its channel's queue: its fragments,
+// then its Sentinel if it has one.
 func (s *Session) enqueue(p *outPacket) {
-	q := &s.queues[s.txch[p.ch].prio]
-	q.Push(qItem{kind: MsgFragment, ch: p.ch, pkt: p})
+	s.push(qItem{kind: MsgFragment, ch: p.ch, pkt: p})
 	if p.sentinel {
-		q.Push(qItem{kind: MsgSentinel, ch: p.ch, seq: p.seq, lead: p.lead})
+		s.push(qItem{kind: MsgSentinel, ch: p.ch, seq: p.seq, lead: p.lead})
 	}
 }
 
@@ -178,7 +193,7 @@ func (s *Session) queueWindowAck(ch uint8, m uint32) {
 	c.wackSeq = m
 	if !c.wackQueued {
 		c.wackQueued = true
-		s.queues[c.prio].Push(qItem{kind: MsgWindowAck, ch: ch})
+		s.push(qItem{kind: MsgWindowAck, ch: ch})
 	}
 }
 

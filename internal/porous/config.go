@@ -40,6 +40,8 @@ const (
 	DefaultIdleTimeout = 20 * time.Second
 	// DefaultLinger is the default longest time spent in StateClosing.
 	DefaultLinger = 5 * time.Second
+	// DefaultMaxUnreliableDelay is the default Config.MaxUnreliableDelay.
+	DefaultMaxUnreliableDelay = 100 * time.Millisecond
 	// ConnectInterval is how often an unacknowledged Connect is sent
 	// (notes §3.2).
 	ConnectInterval = 500 * time.Millisecond
@@ -70,8 +72,22 @@ type Config struct {
 	// with an error wrapping engine.ErrIncompatible (notes §3.2).
 	Channels int
 	// Priorities gives each channel's local send priority; at most
-	// Channels entries, missing ones are High.
+	// Channels entries, missing ones are High. A Low channel sends only
+	// when no High channel has anything to send.
 	Priorities []Priority
+	// SendOrder picks the channel whose message goes out next among those
+	// of one priority: RoundRobin (the default) or Arrival (the
+	// reference's order).
+	SendOrder SendOrder
+	// Weights gives each channel's share under RoundRobin, 1 to 255 (a
+	// channel of weight 2 sends twice the bytes of one of weight 1 when
+	// both have data); at most Channels entries, missing ones are 1.
+	Weights []int
+	// MaxUnreliableDelay is how long an Unreliable packet may wait to be
+	// sent: one still unsent after it is dropped, counted in
+	// Stats.Expired, rather than sent late. Default 100 ms; negative
+	// means no limit. Reliable and Passive packets never expire.
+	MaxUnreliableDelay time.Duration
 	// MaxPacket is the largest message Send accepts and the largest packet
 	// reassembled, in bytes (default 1 MiB, at most MaxPacketLimit).
 	// Incoming packets announcing more fragments than that are "duds":
@@ -157,17 +173,27 @@ func (c Config) withDefaults() (Config, error) {
 	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.MaxUnreliableDelay = cmp.Or(c.MaxUnreliableDelay, DefaultMaxUnreliableDelay)
 	switch {
 	case c.Channels < 1 || c.Channels > MaxChannels:
 		return c, fmt.Errorf("%w: Channels %d not in 1..%d", errConfig, c.Channels, MaxChannels)
 	case len(c.Priorities) > c.Channels:
 		return c, fmt.Errorf("%w: %d Priorities for %d channels", errConfig, len(c.Priorities), c.Channels)
+	case len(c.Weights) > c.Channels:
+		return c, fmt.Errorf("%w: %d Weights for %d channels", errConfig, len(c.Weights), c.Channels)
+	case c.SendOrder > Arrival:
+		return c, fmt.Errorf("%w: SendOrder %d", errConfig, c.SendOrder)
 	case c.MaxPacket < 0 || c.MaxPacket > MaxPacketLimit:
 		return c, fmt.Errorf("%w: MaxPacket %d not in 1..%d", errConfig, c.MaxPacket, MaxPacketLimit)
 	case c.MaxQueued < 0 || c.MaxQueuedBytes < 0:
 		return c, fmt.Errorf("%w: MaxQueued %d, MaxQueuedBytes %d", errConfig, c.MaxQueued, c.MaxQueuedBytes)
 	case c.KeepAlive < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
 		return c, fmt.Errorf("%w: negative timer", errConfig)
+	}
+	for i, w := range c.Weights {
+		if w < 1 || w > 255 {
+			return c, fmt.Errorf("%w: Weights[%d] = %d not in 1..255", errConfig, i, w)
+		}
 	}
 	for i, p := range c.Priorities {
 		if p > Low {

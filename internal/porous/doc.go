@@ -125,7 +125,19 @@
 //     each channel's send queue by Pending's bounds, and its receive queue
 //     and Recv's queue by the 65536-packet window and the receive budget
 //     and reserves above.
-//   - Priorities: Config.Priorities, local only (notes §2 row 16).
+//   - Scheduling (local, notes §2 row 16): each channel has its own send
+//     queue. Channels of Low priority (Config.Priorities) send only when
+//     no High channel has anything to send; among the channels of one
+//     priority the next message comes by deficit round robin
+//     (Config.SendOrder RoundRobin, Config.Weights), so a small message
+//     waits at most about a frame per busy channel, and small messages of
+//     several channels share a frame. Arrival keeps the reference's order
+//     (one queue per priority, in Send order). A channel holding a
+//     congestion window of unsent data (at least 64 KiB) refuses more
+//     with engine.ErrQueueFull, so a message queued later leaves within
+//     about a round trip; an Unreliable packet still unsent after
+//     Config.MaxUnreliableDelay (100 ms) is dropped and counted in
+//     Stats.Expired rather than sent late.
 //   - Datagram size: never above 1472 bytes; a longer incoming datagram is
 //     malformed (the reference truncates it and fails to parse it).
 package porous

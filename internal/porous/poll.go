@@ -22,6 +22,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	s.setNow(now)
+	s.stamp(s.now)
 	s.applyTimers()
 	n := 0
 	if s.st == stZombie {
@@ -66,7 +67,7 @@ func (s *Session) next(buf []byte) int {
 // flushed reports whether everything queued was sent and acknowledged,
 // which a graceful close waits for (notes §3.8).
 func (s *Session) flushed() bool {
-	return s.pending == 0 && s.ring.n == 0 && s.queues[0].Len() == 0 && s.queues[1].Len() == 0
+	return s.pending == 0 && s.ring.n == 0 && s.active[High].Len() == 0 && s.active[Low].Len() == 0
 }
 
 // sendsConnect reports whether Connect is repeated: while connecting and

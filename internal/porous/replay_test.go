@@ -88,8 +88,9 @@ func replay(t *testing.T, rc replayCase, ours string) {
 	}
 	now := epoch
 	// The reference runs the paper's AIMD window, so the captures' flushes
-	// follow its growth, and lists each frame ID in one DataAck.
-	cfg := Config{Channels: rc.channels, MaxRxBandwidth: 100_000_000, Congestion: congestion.AIMD, AckOnce: true}
+	// follow its growth, lists each frame ID in one DataAck and sends in
+	// the order packets were queued.
+	cfg := Config{Channels: rc.channels, MaxRxBandwidth: 100_000_000, Congestion: congestion.AIMD, AckOnce: true, SendOrder: Arrival}
 	client := ours == "c2s"
 	if client {
 		cfg.Nonce = clientNonce

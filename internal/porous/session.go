@@ -95,13 +95,14 @@ type Session struct {
 	backoff uint8 // RTO doublings since the last acknowledgement
 
 	// Transfer layer, sending (notes §3.3).
-	ring    txRing
-	nextSeq uint32
-	cc      *congestion.Controller
-	timeq   engine.FIFO[timeEntry]
-	resendq engine.FIFO[uint32]
-	queues  [2]engine.FIFO[qItem] // by Priority
-	unrel   []sentMsg             // scratch: unreliable messages of the frame being built
+	ring      txRing
+	nextSeq   uint32
+	cc        *congestion.Controller
+	timeq     engine.FIFO[timeEntry]
+	resendq   engine.FIFO[uint32]
+	active    [2]engine.FIFO[uint8] // by Priority: channels with messages to send, in line (see nextItem)
+	unstamped []*outPacket          // Unreliable packets queued since the last Poll
+	unrel     []sentMsg             // scratch: unreliable messages of the frame being built
 
 	// Transfer layer, receiving (notes §3.4).
 	ib        uint32
@@ -159,6 +160,14 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		lastRx:    now,
 		connectAt: now,
 	}
+	for i := range s.txch {
+		c := &s.txch[i]
+		c.id = uint8(i)
+		c.quantum = MaxFrameSize
+		if i < len(cfg.Weights) {
+			c.quantum *= cfg.Weights[i]
+		}
+	}
 	for i, p := range cfg.Priorities {
 		s.txch[i].prio = p
 	}
@@ -201,7 +210,8 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	case len(p) > s.cfg.MaxPacket:
 		return engine.ErrMessageTooLarge
 	case s.pending >= s.cfg.MaxQueued,
-		s.pending > 0 && s.pendBytes+len(p) > s.cfg.MaxQueuedBytes:
+		s.pending > 0 && s.pendBytes+len(p) > s.cfg.MaxQueuedBytes,
+		s.cfg.SendOrder == RoundRobin && s.channelRoom(opt.Channel) == 0:
 		return engine.ErrQueueFull
 	}
 	s.queuePacket(p, opt.Channel, opt.Delivery)
@@ -274,9 +284,19 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// SendRoom returns engine.SendRoom of the bytes of pending packets and the
-// congestion window.
-func (s *Session) SendRoom() int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
+// SendRoom returns what channel ch may still hold unsent (see
+// channelRoom), or with Arrival, where the channels share one queue,
+// engine.SendRoom of the bytes of pending packets and the congestion
+// window; 0 for a channel that does not exist.
+func (s *Session) SendRoom(ch uint8) int {
+	switch {
+	case int(ch) >= s.cfg.Channels:
+		return 0
+	case s.cfg.SendOrder == Arrival:
+		return engine.SendRoom(s.pendBytes, s.cc.Window())
+	}
+	return s.channelRoom(ch)
+}
 
 // Recycle takes back the Data of a delivered packet that the caller has
 // consumed, for reuse as a reassembly buffer (engine.Recycler). Only

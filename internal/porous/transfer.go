@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
-	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // Transfer-layer constants (notes §3.3, §3.4, §6).
@@ -144,7 +143,7 @@ func (s *Session) writeData(buf []byte) int {
 	}
 	limit, ok := s.buildLimit()
 	if !ok {
-		if s.frontQueue() == nil && s.cc.Room() > 0 {
+		if c, _ := s.nextItem(); c == nil && s.cc.Room() > 0 {
 			s.cc.AppLimited() // room to send and nothing to send
 		}
 		return 0
@@ -153,17 +152,16 @@ func (s *Session) writeData(buf []byte) int {
 	size := DataHeaderSize
 	unrel := s.unrel[:0]
 	for {
-		q := s.frontQueue()
-		if q == nil {
+		c, it := s.nextItem()
+		if c == nil {
 			break
 		}
-		it := q.Front()
 		sz := it.size()
 		if size+sz > limit {
 			break
 		}
 		size += sz
-		m, reliable := s.take(q, it)
+		m, reliable := s.take(c, it)
 		if reliable {
 			f.msgs = append(f.msgs, m)
 		} else {
@@ -219,32 +217,21 @@ func (s *Session) resendFront() *txFrame {
 	return nil
 }
 
-// frontQueue returns the queue the next message comes from: high
-// priority first.
-func (s *Session) frontQueue() *engine.FIFO[qItem] {
-	for i := range s.queues {
-		if s.queues[i].Len() > 0 {
-			return &s.queues[i]
-		}
-	}
-	return nil
-}
-
 // buildLimit returns the largest frame a new frame may be, and whether
 // a new frame can be created now: the transfer window has room, the
 // congestion window is not full, the next message fits what is left of
 // it (the whole frame when nothing is in flight) and the pacer lets it
 // leave.
 func (s *Session) buildLimit() (int, bool) {
-	q := s.frontQueue()
-	if q == nil || s.ring.n >= TransferWindow {
+	c, it := s.nextItem()
+	if c == nil || s.ring.n >= TransferWindow {
 		return 0, false
 	}
 	limit := MaxFrameSize
 	if s.cc.InFlight() > 0 {
 		limit = min(limit, s.cc.Room())
 	}
-	return limit, s.cc.CanSend(s.now, DataHeaderSize+q.Front().size())
+	return limit, s.cc.CanSend(s.now, DataHeaderSize+it.size())
 }
 
 // dataAt returns when writeData next writes a frame: s.now if at once,
@@ -255,8 +242,8 @@ func (s *Session) dataAt() (time.Time, bool) {
 	size := 0
 	if f := s.resendFront(); f != nil {
 		size = f.size
-	} else if q := s.frontQueue(); q != nil && s.ring.n < TransferWindow {
-		size = DataHeaderSize + q.Front().size()
+	} else if c, it := s.nextItem(); c != nil && s.ring.n < TransferWindow {
+		size = DataHeaderSize + it.size()
 	} else {
 		return time.Time{}, false
 	}

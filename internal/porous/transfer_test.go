@@ -171,8 +171,11 @@ func TestZeroLengthAndLargePacket(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 200_000/16)
 	require.NoError(t, p.A.Send(nil, engine.SendOptions{}))
 	require.NoError(t, p.A.Send(big, engine.SendOptions{}))
-	require.NoError(t, p.A.Send([]byte{}, engine.SendOptions{}))
 	require.ErrorIs(t, p.A.Send(append(big, 1), engine.SendOptions{}), engine.ErrMessageTooLarge)
+	// The channel holds 200,000 unsent bytes, above a congestion window:
+	// it takes no more until they have left.
+	require.ErrorIs(t, p.A.Send([]byte{}, engine.SendOptions{}), engine.ErrQueueFull)
+	p.RunUntil(100_000, func() bool { return p.A.Send([]byte{}, engine.SendOptions{}) == nil })
 	var got []engine.Message
 	p.RunUntil(100_000, func() bool {
 		got = append(got, recvAll(p.B)...)
