@@ -20,7 +20,7 @@ const demoTimeout = 10 * time.Minute
 // demoRow is the outcome of one demo transfer.
 type demoRow struct {
 	protocol rudp.Protocol
-	loss     float64
+	path     demoPath
 	size     int64
 	sent     result // the sender's account
 	err      error  // nil: the receiver got every byte and both digests match
@@ -33,7 +33,7 @@ func (c *cli) demo(o *options, _ []string) error {
 	failed := 0
 	for _, r := range rows {
 		if r.err != nil {
-			fmt.Fprintf(c.stderr, "rudpcat demo: %v, loss %g: %v\n", r.protocol, r.loss, r.err)
+			fmt.Fprintf(c.stderr, "rudpcat demo: %v, %v: %v\n", r.protocol, r.path, r.err)
 			failed++
 		}
 	}
@@ -52,9 +52,9 @@ func runDemo(o *options, w io.Writer) []demoRow {
 	}
 	var rows []demoRow
 	for _, p := range protocols {
-		for _, loss := range o.losses {
-			bar := newProgress(w, o.size, fmt.Sprintf("%v loss %g", p, loss), !o.quiet)
-			rows = append(rows, demoTransfer(o, p, loss, bar))
+		for _, path := range o.paths {
+			bar := newProgress(w, o.size, fmt.Sprintf("%v %v", p, path), !o.quiet)
+			rows = append(rows, demoTransfer(o, p, path, bar))
 			bar.done()
 		}
 	}
@@ -63,17 +63,17 @@ func runDemo(o *options, w io.Writer) []demoRow {
 
 // demoTransfer sends o.size pseudo-random bytes from a dialer to a
 // listener in this process, over two UDP sockets on 127.0.0.1 that both
-// lose the fraction loss of the datagrams they send, and checks that the
-// receiver got the same bytes.
-func demoTransfer(o *options, p rudp.Protocol, loss float64, progress io.Writer) demoRow {
-	row := demoRow{protocol: p, loss: loss, size: o.size}
+// lose the fraction path.loss of the datagrams they send and delay them
+// by path.delay, and checks that the receiver got the same bytes.
+func demoTransfer(o *options, p rudp.Protocol, path demoPath, progress io.Writer) demoRow {
+	row := demoRow{protocol: p, path: path, size: o.size}
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	cfg := o.config()
 	cfg.Protocol = p
 
-	l, err := listenStream("127.0.0.1:0", cfg, o.impairment(loss, o.seed+1))
+	l, err := listenStream("127.0.0.1:0", cfg, o.impairment(path.loss, path.delay, o.seed+1))
 	if err != nil {
 		row.err = err
 		return row
@@ -90,7 +90,7 @@ func demoTransfer(o *options, p rudp.Protocol, loss float64, progress io.Writer)
 		received <- outcome{r, err}
 	}()
 
-	sent, err := demoSend(ctx, l.Addr().(*net.UDPAddr), cfg, o, loss, progress)
+	sent, err := demoSend(ctx, l.Addr().(*net.UDPAddr), cfg, o, path, progress)
 	if err != nil {
 		_ = l.Close() // in case the dialer never reached it
 	}
@@ -111,8 +111,8 @@ func demoTransfer(o *options, p rudp.Protocol, loss float64, progress io.Writer)
 
 // demoSend dials addr and sends o.size bytes of a seeded pseudo-random
 // stream, generated as it goes.
-func demoSend(ctx context.Context, addr *net.UDPAddr, cfg *rudp.Config, o *options, loss float64, progress io.Writer) (result, error) {
-	conn, err := dialStream(ctx, addr, cfg, o.impairment(loss, o.seed))
+func demoSend(ctx context.Context, addr *net.UDPAddr, cfg *rudp.Config, o *options, path demoPath, progress io.Writer) (result, error) {
+	conn, err := dialStream(ctx, addr, cfg, o.impairment(path.loss, path.delay, o.seed))
 	if err != nil {
 		return result{}, err
 	}
@@ -141,10 +141,18 @@ func demoReceive(l *rudp.Listener, deadline time.Time) (result, error) {
 	return r, confirm(conn, r.sum)
 }
 
+// String describes the path as the demo's messages name it.
+func (p demoPath) String() string {
+	if p.delay > 0 {
+		return fmt.Sprintf("loss %g, %v RTT", p.loss, 2*p.delay)
+	}
+	return fmt.Sprintf("loss %g", p.loss)
+}
+
 // printTable writes the demo's results as a table.
 func printTable(w io.Writer, rows []demoRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "protocol\tloss\tMB\tseconds\tMB/s\tretransmits\tverified\t")
+	fmt.Fprintln(tw, "protocol\tloss\tRTT\tMB\tseconds\tMB/s\tretransmits\tverified\t")
 	for _, r := range rows {
 		secs, rate, verified := "-", "-", "no"
 		if r.err == nil {
@@ -152,8 +160,8 @@ func printTable(w io.Writer, rows []demoRow) {
 			rate = fmt.Sprintf("%.1f", r.sent.mbps())
 			verified = "yes"
 		}
-		fmt.Fprintf(tw, "%v\t%g\t%.1f\t%s\t%s\t%d\t%s\t\n",
-			r.protocol, r.loss, float64(r.size)/1e6, secs, rate, r.sent.retransmits, verified)
+		fmt.Fprintf(tw, "%v\t%g\t%v\t%.1f\t%s\t%s\t%d\t%s\t\n",
+			r.protocol, r.path.loss, 2*max(r.path.delay, 0), float64(r.size)/1e6, secs, rate, r.sent.retransmits, verified)
 	}
 	_ = tw.Flush()
 }

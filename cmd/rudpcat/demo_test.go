@@ -14,23 +14,23 @@ import (
 func TestDemo(t *testing.T) {
 	var out, errOut bytes.Buffer
 	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
-	code := c.run([]string{"demo", "--size", "2097152", "--loss", "0,0.05", "--quiet"})
+	code := c.run([]string{"demo", "--size", "2097152", "--loss", "0,0.05,0.02@5ms", "--quiet"})
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", &out, &errOut)
 
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
-	require.Equal(t, []string{"protocol", "loss", "MB", "seconds", "MB/s", "retransmits", "verified"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"protocol", "loss", "RTT", "MB", "seconds", "MB/s", "retransmits", "verified"}, strings.Fields(lines[0]))
 	var want []string
 	for _, p := range rudp.Protocols() {
-		for _, loss := range []string{"0", "0.05"} {
-			want = append(want, fmt.Sprintf("%v %s 2.1", p, loss))
+		for _, path := range []string{"0 0s", "0.05 0s", "0.02 10ms"} {
+			want = append(want, fmt.Sprintf("%v %s 2.1", p, path))
 		}
 	}
 	require.Len(t, lines, 1+len(want), out.String())
 	for i, w := range want {
 		f := strings.Fields(lines[1+i])
-		require.Len(t, f, 7, lines[1+i])
-		require.Equal(t, w, strings.Join(f[:3], " "))
-		require.Equal(t, "yes", f[6], lines[1+i])
+		require.Len(t, f, 8, lines[1+i])
+		require.Equal(t, w, strings.Join(f[:4], " "))
+		require.Equal(t, "yes", f[7], lines[1+i])
 	}
 }
 

@@ -25,15 +25,15 @@ type options struct {
 	idleTimeout time.Duration
 	quiet       bool
 
-	output string    // recv
-	size   int64     // demo
-	losses []float64 // demo
+	output string     // recv
+	size   int64      // demo
+	paths  []demoPath // demo
 }
 
 // Demo defaults.
 const (
-	defaultDemoSize   = 64 << 20
-	defaultDemoLosses = "0,0.05"
+	defaultDemoSize  = 64 << 20
+	defaultDemoPaths = "0,0.05,0.02@10ms"
 )
 
 // newFlagSet returns the flag set of subcommand cmd, storing into o, and
@@ -51,7 +51,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	})
 	if cmd == "demo" {
 		o.size = defaultDemoSize
-		o.losses, _ = parseLosses(defaultDemoLosses)
+		o.paths, _ = parsePaths(defaultDemoPaths, 0)
 		fs.Func("size", "send `BYTES` bytes per transfer (default "+strconv.Itoa(defaultDemoSize)+", 64 MiB)", func(s string) error {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n <= 0 {
@@ -60,9 +60,9 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 			o.size = n
 			return nil
 		})
-		fs.Func("loss", "comma-separated `LIST` of loss rates, each 0..1, one transfer each (default "+defaultDemoLosses+")", func(s string) error {
-			l, err := parseLosses(s)
-			o.losses = l
+		fs.Func("loss", "comma-separated `LIST` of paths, one transfer each: a loss rate 0..1, optionally @ a one-way delay (0.02@10ms: 2 % loss and 20 ms round trip; default --delay) (default "+defaultDemoPaths+")", func(s string) error {
+			l, err := parsePaths(s, -1)
+			o.paths = l
 			return err
 		})
 	} else {
@@ -142,17 +142,32 @@ func parseLoss(s string) (float64, error) {
 	return l, nil
 }
 
-// parseLosses parses a comma-separated list of loss rates.
-func parseLosses(s string) ([]float64, error) {
-	var ls []float64
+// demoPath is one demo transfer's path: the loss rate and one-way delay
+// of the datagrams each side sends.
+type demoPath struct {
+	loss  float64
+	delay time.Duration // -1: the --delay flag's
+}
+
+// parsePaths parses a comma-separated list of LOSS[@DELAY] entries; an
+// entry without a delay gets delay.
+func parsePaths(s string, delay time.Duration) ([]demoPath, error) {
+	var ps []demoPath
 	for f := range strings.SplitSeq(s, ",") {
-		l, err := parseLoss(f)
+		l, d, found := strings.Cut(f, "@")
+		loss, err := parseLoss(l)
 		if err != nil {
 			return nil, err
 		}
-		ls = append(ls, l)
+		p := demoPath{loss: loss, delay: delay}
+		if found {
+			if p.delay, err = time.ParseDuration(strings.TrimSpace(d)); err != nil || p.delay < 0 {
+				return nil, fmt.Errorf("not a delay: %q", d)
+			}
+		}
+		ps = append(ps, p)
 	}
-	return ls, nil
+	return ps, nil
 }
 
 // protocolNames lists the implemented protocols' names, comma-separated.
@@ -170,9 +185,12 @@ func (o *options) config() *rudp.Config {
 }
 
 // impairment returns the impairment of the datagrams sent, with loss rate
-// loss and the given seed.
-func (o *options) impairment(loss float64, seed uint64) impair.Config {
-	return impair.Config{Loss: loss, Delay: o.delay, Jitter: o.jitter, Seed: seed}
+// loss, one-way delay (-1: the --delay flag's) and the given seed.
+func (o *options) impairment(loss float64, delay time.Duration, seed uint64) impair.Config {
+	if delay < 0 {
+		delay = o.delay
+	}
+	return impair.Config{Loss: loss, Delay: delay, Jitter: o.jitter, Seed: seed}
 }
 
 // printFlags writes the flags of fs that are not in skip (nil: none) to w,

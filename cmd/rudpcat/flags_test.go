@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rudpkit/rudp"
 	"github.com/stretchr/testify/require"
@@ -64,7 +65,14 @@ func TestParseCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, pos)
 	require.Equal(t, int64(64<<20), o.size)
-	require.Equal(t, []float64{0, 0.05}, o.losses)
+	require.Equal(t, []demoPath{{0, 0}, {0.05, 0}, {0.02, 10 * time.Millisecond}}, o.paths)
+
+	o, _, err = parseCommand(lookup(t, "demo"), []string{"--loss", "0.1,0.01@50ms", "--delay", "1ms"})
+	require.NoError(t, err)
+	require.Equal(t, []demoPath{{0.1, -1}, {0.01, 50 * time.Millisecond}}, o.paths, "no @: the --delay flag's")
+	require.Equal(t, time.Millisecond, o.impairment(0.1, -1, 1).Delay)
+	_, _, err = parseCommand(lookup(t, "demo"), []string{"--loss", "0.1@soon"})
+	require.Error(t, err)
 	require.Equal(t, rudp.Protocol(0), o.protocol, "default: the library's")
 
 	o, _, err = parseCommand(lookup(t, "recv"), []string{"-o", "out", "127.0.0.1:0"})

@@ -88,7 +88,7 @@ func closeAndWait(conn *rudp.Conn) {
 // acceptAddr listens on addr as the flags ask, reports the address on
 // stderr, and accepts one conn.
 func (c *cli) acceptAddr(addr string, o *options) (*rudp.Conn, error) {
-	l, err := listenStream(addr, o.config(), o.impairment(o.loss, o.seed))
+	l, err := listenStream(addr, o.config(), o.impairment(o.loss, -1, o.seed))
 	if err != nil {
 		return nil, err
 	}
@@ -102,5 +102,5 @@ func dialAddr(addr string, o *options) (*rudp.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dialStream(context.Background(), raddr, o.config(), o.impairment(o.loss, o.seed))
+	return dialStream(context.Background(), raddr, o.config(), o.impairment(o.loss, -1, o.seed))
 }
