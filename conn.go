@@ -57,12 +57,18 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	caps := eng.Capabilities()
 	c.frame = make([]byte, caps.MaxMessage)
 	c.maxQueued = caps.MaxQueued
+	var token uint64 // an accepted conn waits for the dialer to echo it
+	for c.accepted != nil && token == 0 {
+		token = c.cfg.random64()
+	}
 	c.st = stream.New(stream.Config{
 		MaxFrame:      caps.MaxMessage,
 		RecvWindow:    c.cfg.RecvWindow,
 		MaxRecvWindow: c.cfg.MaxRecvWindow,
 		SendBuffer:    c.cfg.SendBuffer,
 		Ordered:       caps.Ordered,
+		Start:         c.cfg.random64(),
+		Token:         token,
 	})
 	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
 	c.a.up = c
@@ -199,7 +205,9 @@ func (c *Conn) pump(now time.Time) {
 			}
 			c.held = 0
 		}
-		if !c.opened && c.st.Opened() {
+		// An accepted conn is queued for Accept once the dialer has echoed
+		// its token: a spoofer sending blind never gets one accepted.
+		if !c.opened && c.st.Validated() {
 			c.markOpened()
 			if c.accepted != nil && !c.accepted.ready(c) {
 				c.abortLocked(resetRefused)

@@ -262,6 +262,16 @@ func (c *Config) isStreamFrame(m engine.Message) bool {
 	return c.Protocol != LLUDP || m.MessageNumber == lludp.StreamMessage
 }
 
+// random64 draws 64 random bits from Config.Rand, or from crypto/rand
+// when it is nil or fails.
+func (c *Config) random64() uint64 {
+	var b [8]byte
+	if c.Rand == nil || func() error { _, err := io.ReadFull(c.Rand, b[:]); return err }() != nil {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read)
+	}
+	return binary.BigEndian.Uint64(b[:])
+}
+
 // randomCode draws a nonzero LLUDP circuit code from r (crypto/rand when
 // nil).
 func randomCode(r io.Reader) (uint32, error) {

@@ -13,6 +13,7 @@ const (
 	typeWindow byte = 0x03
 	typeFin    byte = 0x04
 	typeRst    byte = 0x05
+	typeEcho   byte = 0x06
 )
 
 // magic opens every HELLO frame.
@@ -20,15 +21,18 @@ const magic = "rudp"
 
 // Version is the stream protocol version carried by HELLO. A HELLO with any
 // other version is a protocol violation.
-const Version = 1
+const Version = 2
 
-// helloLen is the size of a HELLO frame without its limit varint.
-const helloLen = 1 + len(magic) + 1
+// helloLen is the size of a HELLO frame without its limit varint: type,
+// magic, version, start offset and token.
+const helloLen = 1 + len(magic) + 1 + 8 + 8
 
 // frame is one decoded frame. payload aliases the buffer it was parsed from.
 type frame struct {
 	typ     byte
-	value   uint64 // HELLO, WINDOW: limit; DATA: offset; FIN: final offset
+	value   uint64 // HELLO: window; WINDOW: limit; DATA: offset; FIN: final offset; RST: send offset; ECHO: token
+	start   uint64 // HELLO: the sender's first offset
+	token   uint64 // HELLO: the token to echo, 0 for none
 	code    uint8  // RST
 	payload []byte // DATA
 }
@@ -45,6 +49,8 @@ func typeName(t byte) string {
 		return "FIN"
 	case typeRst:
 		return "RST"
+	case typeEcho:
+		return "ECHO"
 	}
 	return fmt.Sprintf("type 0x%02x", t)
 }
@@ -87,7 +93,12 @@ func parseFrame(f []byte) (frame, error) {
 		if v := b[len(magic)]; v != Version {
 			return frame{}, protoErr("unsupported version %d", v)
 		}
-		b = b[len(magic)+1:]
+		if len(b) < helloLen-1 {
+			return frame{}, protoErr("truncated HELLO")
+		}
+		fr.start = binary.BigEndian.Uint64(b[len(magic)+1:])
+		fr.token = binary.BigEndian.Uint64(b[len(magic)+9:])
+		b = b[helloLen-1:]
 		fallthrough
 	case typeWindow, typeFin:
 		v, n, ok := readUvarint(b)
@@ -109,23 +120,43 @@ func parseFrame(f []byte) (frame, error) {
 		fr.value = v
 		fr.payload = b[n:]
 	case typeRst:
-		if len(b) != 1 {
+		if len(b) < 2 {
 			return frame{}, protoErr("RST of %d bytes", len(f))
 		}
 		fr.code = b[0]
+		v, n, ok := readUvarint(b[1:])
+		if !ok || n != len(b)-1 {
+			return frame{}, protoErr("bad offset in RST")
+		}
+		fr.value = v
+	case typeEcho:
+		if len(b) != 8 {
+			return frame{}, protoErr("ECHO of %d bytes", len(f))
+		}
+		fr.value = binary.BigEndian.Uint64(b)
 	default:
 		return frame{}, protoErr("unknown frame type 0x%02x", fr.typ)
 	}
 	return fr, nil
 }
 
-// putHello writes a HELLO frame advertising limit into buf and returns its
-// size. buf must hold helloLen+10 bytes.
-func putHello(buf []byte, limit uint64) int {
+// putHello writes a HELLO frame with the sender's first offset start, a
+// token to echo (0 for none) and its receive window into buf and returns
+// its size. buf must hold helloLen+10 bytes.
+func putHello(buf []byte, start, token, window uint64) int {
 	buf[0] = typeHello
 	copy(buf[1:], magic)
 	buf[1+len(magic)] = Version
-	return helloLen + binary.PutUvarint(buf[helloLen:], limit)
+	binary.BigEndian.PutUint64(buf[2+len(magic):], start)
+	binary.BigEndian.PutUint64(buf[10+len(magic):], token)
+	return helloLen + binary.PutUvarint(buf[helloLen:], window)
+}
+
+// putEcho writes an ECHO frame of token into buf and returns its size, 9.
+func putEcho(buf []byte, token uint64) int {
+	buf[0] = typeEcho
+	binary.BigEndian.PutUint64(buf[1:], token)
+	return 9
 }
 
 // putValue writes a frame made of type t and the uvarint v (WINDOW, FIN)
@@ -135,9 +166,10 @@ func putValue(buf []byte, t byte, v uint64) int {
 	return 1 + binary.PutUvarint(buf[1:], v)
 }
 
-// putRst writes an RST frame into buf and returns its size, 2.
-func putRst(buf []byte, code uint8) int {
+// putRst writes an RST frame with code and the sender's send offset into
+// buf and returns its size. buf must hold 12 bytes.
+func putRst(buf []byte, code uint8, off uint64) int {
 	buf[0] = typeRst
 	buf[1] = code
-	return 2
+	return 2 + binary.PutUvarint(buf[2:], off)
 }

@@ -23,12 +23,17 @@ type link struct {
 	buf  []byte
 }
 
+// newLink wires two Streams: a starts its offsets just below 2^64, so
+// that they wrap during a transfer, and b sends a token that a echoes.
 func newLink(t testing.TB, seed uint64, cfg Config, dup float64) *link {
+	ca, cb := cfg, cfg
+	ca.Start = 1<<64 - 4096
+	cb.Start, cb.Token = seed*0x9e3779b97f4a7c15, seed|1
 	l := &link{
 		t:   t,
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		a:   New(cfg),
-		b:   New(cfg),
+		a:   New(ca),
+		b:   New(cb),
 		dup: dup,
 	}
 	l.buf = make([]byte, l.a.maxFrame)
@@ -193,6 +198,8 @@ func transfer(t testing.TB, seed uint64, cfg Config, dup float64, size, maxWrite
 	for _, s := range ends {
 		require.NoError(t, s.Err())
 		require.True(t, s.Opened())
+		require.True(t, s.Validated(), "b's token echoed")
+		require.Zero(t, s.Ignored(), "nothing implausible between honest ends")
 		require.True(t, s.SendDone())
 		require.True(t, s.RecvDone())
 		require.False(t, s.HasFrame())

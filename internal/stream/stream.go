@@ -65,8 +65,16 @@ type Config struct {
 	// Ordered declares that the engine delivers frames in the order they
 	// were sent (engine.Capabilities.Ordered). A first frame other than
 	// HELLO is then a protocol violation; otherwise it may be a frame the
-	// engine reordered and is accepted.
+	// engine reordered and is kept until the HELLO.
 	Ordered bool
+	// Start is the offset of this end's first byte on the wire: choose it
+	// at random (RFC 6528's reason), so that a blind attacker must guess
+	// in 2^64 to place data, a FIN or an RST inside the peer's window.
+	Start uint64
+	// Token, when not 0, is sent in the HELLO; the peer must send it back
+	// (an ECHO frame) before Validated reports true. An accepting end
+	// sets it at random to learn that the peer receives what it sends.
+	Token uint64
 }
 
 // kind is the kind of the next frame due.
@@ -75,6 +83,7 @@ type kind uint8
 const (
 	kindNone kind = iota
 	kindHello
+	kindEcho
 	kindRst
 	kindWindow
 	kindData
@@ -99,6 +108,8 @@ type Stream struct {
 
 	// Sending.
 	tx         sendRing // bytes written, not framed
+	sendStart  uint64   // Config.Start: the wire offset of byte 0
+	token      uint64   // Config.Token
 	sendOff    uint64   // bytes framed
 	peerLimit  uint64   // highest limit the peer advertised
 	helloSent  bool
@@ -108,9 +119,16 @@ type Stream struct {
 	rstSent    bool
 	rstCode    uint8
 
-	// Receiving. readOff <= recvNext <= maxEnd <= advertised.
+	// Receiving. readOff <= recvNext <= maxEnd <= advertised, all relative
+	// to the peer's start.
 	rx          recvRing
-	opened      bool   // the peer's HELLO was received
+	opened      bool     // the peer's HELLO was received
+	peerStart   uint64   // the wire offset of the peer's byte 0
+	echo        uint64   // the peer's token, to send back in an ECHO; 0 once sent
+	validated   bool     // the peer echoed Token (or there is no Token)
+	early       [][]byte // frames received before the peer's HELLO (unordered engines)
+	earlyBytes  int
+	ignored     uint64 // frames dropped as implausible (see Ignored)
 	advertised  uint64 // highest limit sent to the peer
 	readOff     uint64 // bytes consumed by the reader
 	recvNext    uint64 // bytes received in order
@@ -144,6 +162,8 @@ func New(cfg Config) *Stream {
 		panic(fmt.Sprintf("stream: Config.MaxRecvWindow %d out of range", cfg.MaxRecvWindow))
 	}
 	return &Stream{
+		sendStart:  cfg.Start,
+		token:      cfg.Token,
 		maxFrame:   cfg.MaxFrame,
 		recvWindow: uint64(cfg.RecvWindow),
 		maxWindow:  uint64(max(cfg.RecvWindow, cfg.MaxRecvWindow)),
@@ -236,6 +256,18 @@ func (s *Stream) Abort(code uint8) {
 // Opened reports whether the peer's HELLO has been received.
 func (s *Stream) Opened() bool { return s.opened }
 
+// Validated reports whether the peer's HELLO has been received and, with
+// Config.Token, the peer has echoed the token: the peer receives what this
+// end sends, so it is not a blind spoofer.
+func (s *Stream) Validated() bool { return s.opened && (s.token == 0 || s.validated) }
+
+// Ignored counts the frames dropped as implausible: DATA, FIN, WINDOW or
+// RST values outside the window, an ECHO of another token, a HELLO with
+// another start, and malformed frames once the stream is open. A peer
+// following the protocol sends none; spoofed or corrupted frames are
+// dropped rather than allowed to end or stall the stream.
+func (s *Stream) Ignored() uint64 { return s.ignored }
+
 // Err is the stream's terminal error, if any: ErrReset after the peer's RST,
 // ErrAborted after Abort, or an error wrapping ErrProtocol after a frame
 // that broke the protocol. A graceful end (FIN both ways) is not an error.
@@ -265,11 +297,13 @@ func (s *Stream) next() kind {
 		return kindNone
 	case !s.helloSent:
 		return kindHello
+	case s.echo != 0:
+		return kindEcho
 	case s.rstPending:
 		return kindRst
 	case s.err != nil:
 		return kindNone
-	case !s.finReceived && s.readOff+s.recvWindow >= s.advertised+s.threshold:
+	case s.opened && !s.finReceived && s.readOff+s.recvWindow >= s.advertised+s.threshold:
 		return kindWindow
 	case s.opened && s.tx.n > 0 && s.sendOff < s.peerLimit:
 		return kindData
@@ -296,16 +330,20 @@ func (s *Stream) NextFrame(buf []byte) int {
 	case kindHello:
 		s.helloSent = true
 		s.advertised = s.readOff + s.recvWindow
-		return putHello(buf, s.advertised)
+		return putHello(buf, s.sendStart, s.token, s.advertised)
+	case kindEcho:
+		t := s.echo
+		s.echo = 0
+		return putEcho(buf, t)
 	case kindRst:
 		s.rstPending, s.rstSent = false, true
-		return putRst(buf, s.rstCode)
+		return putRst(buf, s.rstCode, s.sendStart+s.sendOff)
 	case kindWindow:
 		s.autoTune()
 		s.advertised = s.readOff + s.recvWindow
-		return putValue(buf, typeWindow, s.advertised)
+		return putValue(buf, typeWindow, s.peerStart+s.advertised)
 	case kindData:
-		h := putValue(buf, typeData, s.sendOff)
+		h := putValue(buf, typeData, s.sendStart+s.sendOff)
 		end := size
 		if credit := s.peerLimit - s.sendOff; credit < uint64(size-h) {
 			end = h + int(credit)
@@ -316,7 +354,7 @@ func (s *Stream) NextFrame(buf []byte) int {
 	case kindFin:
 		s.finSent = true
 		s.tx.release()
-		return putValue(buf, typeFin, s.sendOff)
+		return putValue(buf, typeFin, s.sendStart+s.sendOff)
 	}
 	return 0
 }
@@ -354,37 +392,70 @@ func (s *Stream) autoTune() {
 	}
 }
 
-// HandleFrame processes one frame from the peer; f is not retained. A frame
-// that breaks the protocol returns an error wrapping ErrProtocol, and the
-// stream is aborted: an RST with CodeProtocol is queued and Read, Write and
-// Err report the error. Frames arriving after the stream has ended (Abort,
-// the peer's RST, a protocol error) are ignored, except those completing a
-// FIN received before the peer's RST.
+// HandleFrame processes one frame from the peer; f is not retained.
+//
+// Before the peer's HELLO only a HELLO is understood: with Config.Ordered
+// any other first frame, and any malformed one, breaks the protocol (the
+// peer is not a rudp stream); otherwise such frames are kept (copied, at
+// most a receive window of them) until the HELLO gives the peer's start.
+// Once the stream is open, frames are checked for plausibility: offsets
+// must lie within the window this end advertised (or, for WINDOW, within
+// MaxBuffer of what it sent), an RST must carry an offset the peer could
+// have reached, an ECHO the token; other frames, malformed ones included,
+// are dropped and counted (Ignored) rather than ending the stream, so
+// that a spoofed or corrupted frame can do no harm. A frame that breaks
+// the protocol returns an error wrapping ErrProtocol, and the stream is
+// aborted: an RST with CodeProtocol is queued and Read, Write and Err
+// report the error. Frames arriving after the stream has ended (Abort,
+// the peer's RST, a protocol error) are ignored, except those completing
+// a FIN received before the peer's RST.
 func (s *Stream) HandleFrame(f []byte) error {
 	if s.err != nil && !s.drain {
 		return nil
 	}
 	fr, err := parseFrame(f)
 	if err != nil {
+		if s.opened {
+			s.ignored++
+			return nil
+		}
 		return s.fail(err)
 	}
-	if s.ordered && !s.opened && fr.typ != typeHello {
-		return s.fail(protoErr("first frame is %s, not HELLO", typeName(fr.typ)))
+	if !s.opened && fr.typ != typeHello {
+		if s.ordered {
+			return s.fail(protoErr("first frame is %s, not HELLO", typeName(fr.typ)))
+		}
+		s.keepEarly(f)
+		return nil
 	}
 	if s.drain && fr.typ != typeHello && fr.typ != typeData && fr.typ != typeFin {
 		return nil
 	}
 	switch fr.typ {
 	case typeHello:
-		s.opened = true
-		s.peerLimit = max(s.peerLimit, fr.value)
+		return s.handleHello(fr)
+	case typeEcho:
+		if s.token != 0 && fr.value == s.token {
+			s.validated = true
+		} else {
+			s.ignored++
+		}
 	case typeWindow:
-		s.peerLimit = max(s.peerLimit, fr.value)
+		limit := fr.value - s.sendStart
+		if limit > s.sendOff+MaxBuffer {
+			s.ignored++ // no window reaches that far: not the peer's
+			return nil
+		}
+		s.peerLimit = max(s.peerLimit, limit)
 	case typeData:
-		return s.handleData(fr.value, fr.payload)
+		return s.handleData(fr.value-s.peerStart, fr.payload)
 	case typeFin:
-		return s.handleFin(fr.value)
+		return s.handleFin(fr.value - s.peerStart)
 	case typeRst:
+		if off := fr.value - s.peerStart; off < s.maxEnd || off > s.advertised {
+			s.ignored++ // the peer never framed up to there: not its RST
+			return nil
+		}
 		s.peerReset, s.peerCode = true, fr.code
 		s.err = ErrReset
 		s.drain = s.finReceived
@@ -397,14 +468,63 @@ func (s *Stream) HandleFrame(f []byte) error {
 	return nil
 }
 
+// handleHello takes the peer's HELLO: its start, its token to echo and
+// its window; the frames kept before it are then handled. A repeat with
+// the same start changes nothing; one with another start is dropped.
+func (s *Stream) handleHello(fr frame) error {
+	if s.opened {
+		if fr.start != s.peerStart {
+			s.ignored++
+		}
+		return nil
+	}
+	s.opened = true
+	s.peerStart = fr.start
+	s.echo = fr.token
+	s.peerLimit = max(s.peerLimit, fr.value)
+	early := s.early
+	s.early, s.earlyBytes = nil, 0
+	for _, f := range early {
+		if err := s.HandleFrame(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepEarly keeps a copy of a frame that came before the peer's HELLO.
+// The peer frames DATA only within the window this end advertised, so a
+// receive window (plus room for the other frames) holds every legitimate
+// one; beyond that the frame is dropped and counted.
+func (s *Stream) keepEarly(f []byte) {
+	if s.earlyBytes+len(f) > int(s.recvWindow)+maxEarlyExtra || len(s.early) >= maxEarlyFrames {
+		s.ignored++
+		return
+	}
+	s.early = append(s.early, append([]byte(nil), f...))
+	s.earlyBytes += len(f)
+}
+
+// Bounds of the frames kept before the peer's HELLO, beyond a receive
+// window of DATA payload.
+const (
+	maxEarlyExtra  = 64 << 10
+	maxEarlyFrames = 1 << 14
+)
+
+// handleData takes DATA at offset off (relative to the peer's start).
+// Bytes outside the advertised window, or beyond a FIN, are dropped and
+// counted: the peer never sends them.
 func (s *Stream) handleData(off uint64, p []byte) error {
 	n := uint64(len(p))
 	if off > s.advertised || n > s.advertised-off {
-		return s.fail(protoErr("DATA [%d,+%d) beyond window limit %d", off, n, s.advertised))
+		s.ignored++
+		return nil
 	}
 	end := off + n
 	if s.finReceived && end > s.final {
-		return s.fail(protoErr("DATA [%d,%d) beyond final offset %d", off, end, s.final))
+		s.ignored++
+		return nil
 	}
 	if end <= s.recvNext {
 		return nil // duplicate
@@ -426,14 +546,13 @@ func (s *Stream) handleData(off uint64, p []byte) error {
 	return nil
 }
 
+// handleFin takes a FIN at final (relative to the peer's start). One
+// before the data received, beyond the window, or conflicting with an
+// earlier FIN is dropped and counted.
 func (s *Stream) handleFin(final uint64) error {
-	switch {
-	case s.finReceived && final != s.final:
-		return s.fail(protoErr("FIN at %d conflicts with FIN at %d", final, s.final))
-	case final < s.maxEnd:
-		return s.fail(protoErr("FIN at %d before received data ending at %d", final, s.maxEnd))
-	case final > s.advertised:
-		return s.fail(protoErr("FIN at %d beyond window limit %d", final, s.advertised))
+	if s.finReceived && final != s.final || final < s.maxEnd || final > s.advertised {
+		s.ignored++
+		return nil
 	}
 	s.finReceived, s.final = true, final
 	if s.readOff == final {

@@ -164,16 +164,17 @@ func TestPeerResetAfterFINStillReads(t *testing.T) {
 	a.Abort(9)
 	frames = append(frames, append([]byte(nil), buf[:a.NextFrame(buf)]...))
 	require.Len(t, frames, 4) // DATA, DATA, FIN, RST
-	require.Equal(t, []byte{typeRst, 9}, frames[3])
+	require.Equal(t, []byte{typeRst, 9, 100}, frames[3])
 	require.Zero(t, a.NextFrame(buf))
 
 	for _, i := range []int{2, 3, 1} {
 		require.NoError(t, b.HandleFrame(frames[i]))
 	}
-	require.Same(t, ErrReset, b.Err())
+	require.NoError(t, b.Err(), "kept until the peer's HELLO gives its start")
 	require.False(t, b.Readable(), "nothing before the peer's HELLO")
 	require.NoError(t, b.HandleFrame(hello))
 	require.True(t, b.Opened())
+	require.Same(t, ErrReset, b.Err())
 	require.False(t, b.RecvDone())
 	require.False(t, b.Readable())
 	require.NoError(t, b.HandleFrame(frames[0]))
@@ -198,9 +199,9 @@ func TestAbortFrames(t *testing.T) {
 	s.CloseWrite()
 	s.Abort(7)
 	require.Zero(t, s.Unsent())
-	require.Equal(t, 9, s.NextFrame(buf))
+	require.Equal(t, helloLen+3, s.NextFrame(buf))
 	require.Equal(t, typeHello, buf[0])
-	require.Equal(t, []byte{0x05, 0x07}, buf[:s.NextFrame(buf)])
+	require.Equal(t, []byte{0x05, 0x07, 0x00}, buf[:s.NextFrame(buf)])
 	require.Zero(t, s.NextFrame(buf))
 	require.True(t, s.SendDone())
 	s.Abort(8) // no second RST
@@ -214,7 +215,7 @@ func TestAbortFrames(t *testing.T) {
 	s.Write([]byte("xyz"))
 	require.True(t, s.HasFrame())
 	s.Abort(200)
-	require.Equal(t, []byte{0x05, 200}, buf[:s.NextFrame(buf)])
+	require.Equal(t, []byte{0x05, 200, 0x00}, buf[:s.NextFrame(buf)])
 	require.Zero(t, s.NextFrame(buf))
 	require.NoError(t, s.HandleFrame([]byte{typeWindow, 0x7f}))
 	require.Zero(t, s.NextFrame(buf))
