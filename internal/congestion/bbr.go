@@ -57,10 +57,14 @@ const (
 	// 0.85 here because the flight already includes the excess).
 	inflightHiBeta = 700
 	// inflightHiGrowth is how many datagrams a round without congestion
-	// adds to the flight bound: an additive increase, so that flows that
-	// share a bottleneck and cut their bounds by the same factor converge
-	// to equal shares (Chiu and Jain, 1989).
+	// adds to the flight bound per growthRTT of minimum RTT (at least
+	// once): an additive increase, the same for flows of one RTT whatever
+	// their rates, so that flows that share a bottleneck and cut their
+	// bounds by the same factor converge to equal shares (Chiu and Jain,
+	// 1989); per unit of time rather than per round, so that a path of
+	// 100 ms recovers as fast as one of 10 ms.
 	inflightHiGrowth = 4
+	growthRTT        = 10 * time.Millisecond
 )
 
 // probeBWGains is the ProbeBW cycle, one phase per minimum RTT: probe up,
@@ -335,7 +339,7 @@ func (b *bbr) endRound(c *Controller, now time.Time) {
 	b.roundRTTs, b.roundMinRTT = 0, 0
 	if !congested {
 		if b.inflightHi > 0 {
-			b.inflightHi += inflightHiGrowth * b.mss
+			b.inflightHi += inflightHiGrowth * b.mss * max(1, int(b.minRtt/growthRTT))
 			if b.inflightHi >= 2*b.bdp(probeBWCwndGain) {
 				b.inflightHi = 0 // far above what the model needs: unbounded
 			}

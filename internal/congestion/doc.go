@@ -44,8 +44,9 @@
 // or when datagrams are lost while the previous round's smallest RTT
 // shows a standing queue. Congestion bounds the flight at 0.7 times the
 // level that lost and ends Startup or the probe; each round without
-// congestion raises the bound by four datagrams (additive increase, so
-// that flows sharing a bottleneck converge to equal shares). Random loss
+// congestion raises the bound by four datagrams per 10 ms of minimum RTT
+// (additive increase, so that flows sharing a bottleneck converge to
+// equal shares). Random loss
 // on an uncongested path therefore does not lower the rate, and loss at
 // an overflowing queue does.
 //
