@@ -2,82 +2,143 @@ package rudp
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/airhook"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/lludp"
+	"github.com/rudpkit/rudp/internal/porous"
 )
 
 // acceptQueue holds a listener's new peers: those still in their handshake
-// (pending) and those ready for Accept. Together they never exceed the
-// backlog.
-type acceptQueue[T any] struct {
+// or not yet validated (half-open), oldest first, and those ready for
+// Accept. Together, with the slots reserved for peers being set up, they
+// never exceed the backlog. When it is full, the oldest half-open peer is
+// evicted to make room, so that a flood of openings from addresses that
+// never answer cannot lock out a peer that does: its handshake only needs
+// to finish before backlog more openings arrive.
+type acceptQueue[T comparable] struct {
 	ep      *endpoint
 	backlog int
 
 	mu      sync.Mutex
-	pending int
-	queue   chan T // capacity backlog
+	slots   int // reserved for peers being set up
+	pending []T // half-open, oldest first
+	queue   []T // validated, waiting for Accept, oldest first
 	closed  bool
+	wake    chan struct{} // capacity 1: a peer became ready, or the queue closed
 	done    chan struct{} // closed by close
-	drops   uint64        // datagrams of new peers refused because the backlog was full
+	drops   uint64        // openings refused: the backlog was all ready peers
+	evicted uint64        // half-open peers evicted for a newer opening
 }
 
-func newAcceptQueue[T any](ep *endpoint, backlog int) *acceptQueue[T] {
-	return &acceptQueue[T]{ep: ep, backlog: backlog, queue: make(chan T, backlog), done: make(chan struct{})}
+func newAcceptQueue[T comparable](ep *endpoint, backlog int) *acceptQueue[T] {
+	return &acceptQueue[T]{ep: ep, backlog: backlog, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// reserve makes room for one new peer in its handshake; false if the
-// backlog is full or the listener closed.
-func (q *acceptQueue[T]) reserve() bool {
+// admit reserves a slot for a new peer. When the backlog is full it takes
+// the oldest half-open peer's slot and returns that peer, which the caller
+// evicts (outside the lock). It returns false when every slot holds a peer
+// ready for Accept, or after close.
+func (q *acceptQueue[T]) admit() (victim T, evict, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || q.pending+len(q.queue) >= q.backlog {
+	switch {
+	case q.closed:
+		return victim, false, false
+	case q.slots+len(q.pending)+len(q.queue) < q.backlog:
+	case len(q.pending) > 0:
+		victim, evict = q.pending[0], true
+		q.pending = slices.Delete(q.pending, 0, 1)
+		q.evicted++
+	default:
 		q.drops++
-		return false
+		return victim, false, false
 	}
-	q.pending++
-	return true
+	q.slots++
+	return victim, evict, true
 }
 
-// abandon gives back a reservation whose peer never completed.
-func (q *acceptQueue[T]) abandon() {
+// track puts c, set up on a reserved slot, among the half-open peers.
+func (q *acceptQueue[T]) track(c T) {
 	q.mu.Lock()
-	q.pending--
+	q.slots--
+	q.pending = append(q.pending, c)
 	q.mu.Unlock()
 }
 
-// ready moves a reserved peer to the Accept queue; false if the listener
-// has closed (the caller then refuses the peer).
+// release gives back a reserved slot whose peer was not set up.
+func (q *acceptQueue[T]) release() {
+	q.mu.Lock()
+	q.slots--
+	q.mu.Unlock()
+}
+
+// forget removes c from the half-open peers: it ended before it was
+// ready (or was evicted, when this does nothing).
+func (q *acceptQueue[T]) forget(c T) {
+	q.mu.Lock()
+	if i := slices.Index(q.pending, c); i >= 0 {
+		q.pending = slices.Delete(q.pending, i, i+1)
+	}
+	q.mu.Unlock()
+}
+
+// ready moves c, validated, from the half-open peers to the Accept queue;
+// false if the listener has closed or c was evicted meanwhile (the caller
+// then refuses the peer).
 func (q *acceptQueue[T]) ready(c T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pending--
-	if q.closed {
+	i := slices.Index(q.pending, c)
+	if q.closed || i < 0 {
 		return false
 	}
-	q.queue <- c // never blocks: pending+len(queue) <= backlog
+	q.pending = slices.Delete(q.pending, i, i+1)
+	q.queue = append(q.queue, c)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 	return true
 }
 
 // accept waits for the next ready peer.
 func (q *acceptQueue[T]) accept() (T, error) {
-	var zero T
-	select {
-	case c := <-q.queue:
-		return c, nil
-	case <-q.done:
-	case <-q.ep.done:
+	for {
+		q.mu.Lock()
+		if len(q.queue) > 0 {
+			c := q.queue[0]
+			q.queue = slices.Delete(q.queue, 0, 1)
+			if len(q.queue) > 0 {
+				select { // the next waiter goes on
+				case q.wake <- struct{}{}:
+				default:
+				}
+			}
+			q.mu.Unlock()
+			return c, nil
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if !closed {
+			select {
+			case <-q.wake:
+				continue
+			case <-q.done:
+				continue // a peer ready before the close still counts
+			case <-q.ep.done:
+			}
+		}
+		var zero T
+		return zero, &net.OpError{Op: "accept", Net: "rudp", Addr: q.ep.pc.LocalAddr(), Err: errClosed}
 	}
-	select { // a peer that was ready before the close still counts
-	case c := <-q.queue:
-		return c, nil
-	default:
-	}
-	return zero, &net.OpError{Op: "accept", Net: "rudp", Addr: q.ep.pc.LocalAddr(), Err: errClosed}
 }
 
-// close stops accepting and returns the peers that were never accepted.
+// close stops accepting and returns the peers that were ready and never
+// accepted.
 func (q *acceptQueue[T]) close() (unaccepted []T, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -86,24 +147,49 @@ func (q *acceptQueue[T]) close() (unaccepted []T, ok bool) {
 	}
 	q.closed = true
 	close(q.done)
-	for {
-		select {
-		case c := <-q.queue:
-			unaccepted = append(unaccepted, c)
-		default:
-			return unaccepted, true
-		}
+	unaccepted, q.queue = q.queue, nil
+	return unaccepted, true
+}
+
+// counts returns the openings refused and the peers evicted.
+func (q *acceptQueue[T]) counts() (drops, evicted uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.drops, q.evicted
+}
+
+// isOpening reports whether p can open an association of the protocol at
+// a listener: anything else from an unknown address is dropped at once,
+// without building an engine (see each engine's IsOpening).
+func (c *Config) isOpening(p []byte) bool {
+	switch c.Protocol {
+	case POROUS:
+		return porous.IsOpening(p)
+	case LLUDP:
+		return lludp.IsOpening(p)
 	}
+	return airhook.IsOpening(p)
 }
 
 // newPeerFunc builds the endpoint callback that admits a datagram from an
-// unknown address as a new peer: it reserves backlog room, builds an
-// engine, and hands the datagram to it; start registers the new conn.
-func newPeerFunc[T any](q *acceptQueue[T], cfg *Config, stream bool,
-	start func(from net.Addr, eng engine.Engine, now time.Time) bool) func([]byte, net.Addr, time.Time) {
+// unknown address as a new peer: it checks that the datagram is an
+// opening, takes a backlog slot (evicting the oldest half-open peer if
+// need be), builds an engine and hands it the datagram; start registers
+// the new conn.
+func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
+	mk func(from net.Addr, eng engine.Engine, in int) T) func([]byte, net.Addr, time.Time) {
 	return func(p []byte, from net.Addr, now time.Time) {
-		if !q.reserve() {
-			cfg.Logger.Debug("rudp: backlog full, datagram dropped", "peer", from)
+		if !cfg.isOpening(p) {
+			q.ep.unknownDrops.Add(1)
+			return
+		}
+		victim, evict, ok := q.admit()
+		if evict {
+			cfg.Logger.Debug("rudp: oldest half-open peer evicted for a new one", "evicted", victim.RemoteAddr(), "peer", from)
+			victim.base().evict()
+		}
+		if !ok {
+			cfg.Logger.Debug("rudp: backlog full of peers waiting for Accept, datagram dropped", "peer", from)
 			return
 		}
 		eng, err := cfg.newEngine(now, stream, true)
@@ -111,12 +197,15 @@ func newPeerFunc[T any](q *acceptQueue[T], cfg *Config, stream bool,
 			err = eng.HandleDatagram(now, p)
 		}
 		if err != nil {
-			q.abandon()
+			cfg.Logger.Debug("rudp: opening refused", "peer", from, "err", err)
+			q.release()
 			q.ep.unknownDrops.Add(1)
 			return
 		}
-		if !start(from, eng, now) {
-			q.abandon()
+		c := mk(from, eng, len(p))
+		q.track(c) // before begin: a peer may be ready at once
+		if !c.base().begin(now) {
+			q.forget(c)
 		}
 	}
 }

@@ -46,7 +46,29 @@ type assoc struct {
 
 	fullDrops  uint64 // datagrams left unprocessed because up was full
 	sendErrors uint64 // datagrams the socket refused to send
+
+	// Until the peer of a listener's association is validated (it showed
+	// it receives what this end sends), at most amplification times the
+	// bytes received from it are sent to it (RFC 9000 §8.1), so that a
+	// spoofed source cannot make this end a traffic amplifier.
+	limited  bool
+	received uint64 // bytes received from the peer while limited
+	sent     uint64 // bytes sent to it while limited
+	ampDrops uint64 // datagrams not sent for that
 }
+
+// amplification is how many times the bytes received from a peer not yet
+// validated may be sent to it.
+const amplification = 3
+
+// limit starts the amplification limit of a listener's association, whose
+// first datagram was in bytes.
+func (a *assoc) limit(in int) {
+	a.limited, a.received = true, uint64(in)
+}
+
+// validated lifts the amplification limit. Call with mu held.
+func (a *assoc) validated() { a.limited = false }
 
 func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
 	a := &assoc{
@@ -82,6 +104,9 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 		return false, false
 	}
 	err := a.eng.HandleDatagram(now, p)
+	if a.limited && err == nil {
+		a.received += uint64(len(p))
+	}
 	if errors.Is(err, engine.ErrPeerRestarted) {
 		a.endLocked(ErrReset)
 		return false, true
@@ -136,6 +161,13 @@ func (a *assoc) settleLocked(now time.Time) {
 		k := a.eng.Poll(now, buf)
 		if k == 0 {
 			break
+		}
+		if a.limited {
+			if a.sent+uint64(k) > amplification*a.received {
+				a.ampDrops++ // as if lost: the engine sends it again later
+				continue
+			}
+			a.sent += uint64(k)
 		}
 		a.out[n] = buf[:k]
 		n++

@@ -121,11 +121,20 @@ func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, c
 	}
 }
 
-// markOpened records the completed handshake. Call with a.mu held.
+// markOpened records the completed handshake, with the peer validated.
+// Call with a.mu held.
 func (b *connBase) markOpened() {
 	b.opened = true
 	b.openedF.Store(true)
 	b.timers[0].Stop()
+	b.a.validated()
+}
+
+// evict ends a listener's association still in its handshake to make
+// room for a newer peer, silently: the peer may well be a spoofed
+// address, which must get nothing.
+func (b *connBase) evict() {
+	b.a.abandon(ErrHandshakeTimeout)
 }
 
 // closeUnused handles Close on a client conn never used: nothing was sent,

@@ -129,6 +129,16 @@ type Config struct {
 	// code. A listener accepts any circuit; MessageConn.Circuit reports it.
 	Circuit Circuit
 
+	// AcceptCircuit, when set, decides whether an LLUDP message listener
+	// accepts the circuit a new peer opened with UseCircuitCode, as a
+	// Second Life region checks the code against its login service. LLUDP
+	// has no proof that a peer receives what is sent to it, so without
+	// this check any source, spoofed ones included, can open circuits (up
+	// to Config.Backlog waiting for Accept). A refused circuit is closed
+	// (CloseCircuit) and never reaches Accept. It runs on the listener's
+	// receiving goroutine and must not block.
+	AcceptCircuit func(Circuit) bool
+
 	// ResendLimit is how many times LLUDP resends an unacknowledged
 	// reliable message before the conn fails with ErrRetransmitLimit. Zero
 	// means no limit (a dead peer still ends in ErrIdleTimeout); the Second

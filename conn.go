@@ -182,7 +182,7 @@ func (c *Conn) full() bool { return false }
 func (c *Conn) ended(err error) {
 	c.endedBase(err)
 	if c.accepted != nil && !c.opened {
-		c.accepted.abandon()
+		c.accepted.forget(c)
 	}
 }
 

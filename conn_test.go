@@ -342,11 +342,52 @@ func TestListenerStats(t *testing.T) {
 
 	first := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
 	defer first.Close()
-	require.NoError(t, first.Handshake(context.Background())) // fills the backlog: never accepted
+	require.NoError(t, first.Handshake(context.Background()))
+	// Once the listener has the first conn's ECHO, it waits for Accept and
+	// fills the backlog; it is never accepted.
+	require.Eventually(t, func() bool {
+		ln.q.mu.Lock()
+		defer ln.q.mu.Unlock()
+		return len(ln.q.queue) == 1
+	}, 5*time.Second, time.Millisecond)
 	second := Client(udpSocket(t, nil, 0), ln.Addr(), &Config{HandshakeTimeout: 300 * time.Millisecond})
 	defer second.Close()
 	require.ErrorIs(t, second.Handshake(context.Background()), ErrHandshakeTimeout)
 	require.Positive(t, ln.Stats().BacklogDrops)
+	require.Zero(t, ln.Stats().Evicted, "a conn waiting for Accept is never evicted")
 	require.Zero(t, ln.Stats().Oversize)
 	require.Zero(t, first.Stats().SendErrors)
+}
+
+// TestHalfOpenEvicted: with the backlog full of a peer that opened and
+// never answered (a spoofed address), a new peer evicts it and is
+// accepted; the silent peer got at most three times the bytes it sent.
+func TestHalfOpenEvicted(t *testing.T) {
+	ln := Server(udpSocket(t, nil, 0), &Config{Backlog: 1})
+	defer ln.Close()
+	silent := udpSocket(t, nil, 0)
+	defer silent.Close()
+	connect := []byte{0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03, 0x04} // POROUS Connect, version 0, 1 channel
+	_, err := silent.WriteTo(connect, ln.Addr())
+	require.NoError(t, err)
+	got := 0
+	_ = silent.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := silent.ReadFrom(buf)
+		if err != nil {
+			break
+		}
+		got += n
+	}
+	require.Positive(t, got, "the listener answered the opening")
+	require.LessOrEqual(t, got, 3*len(connect), "at most three times what it sent, in a second of Connect repeats")
+
+	c := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
+	defer c.Close()
+	require.NoError(t, c.Handshake(context.Background()))
+	s, err := ln.Accept()
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, uint64(1), ln.Stats().Evicted)
 }

@@ -3,13 +3,13 @@ package rudp
 import (
 	"context"
 	"net"
-	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // acceptable is a conn kind a listener accepts.
 type acceptable interface {
+	comparable
 	net.Conn
 	base() *connBase
 	attach(ep *endpoint, eng engine.Engine)
@@ -107,10 +107,11 @@ func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
 	ep := newEndpoint(pc, false, cfg.Logger)
 	q := newAcceptQueue[T](ep, cfg.Backlog)
-	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, now time.Time) bool {
+	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, in int) T {
 		c := mk(cfg, from, q)
 		c.attach(ep, eng)
-		return c.base().begin(now)
+		c.base().a.limit(in)
+		return c
 	})
 	ep.serve()
 	return listener[T]{ep: ep, q: q}
@@ -148,11 +149,10 @@ func (l *listener[T]) Stats() ListenerStats {
 	if l.cfgErr != nil {
 		return ListenerStats{}
 	}
-	l.q.mu.Lock()
-	backlog := l.q.drops
-	l.q.mu.Unlock()
+	backlog, evicted := l.q.counts()
 	return ListenerStats{
 		BacklogDrops: backlog,
+		Evicted:      evicted,
 		UnknownDrops: l.ep.unknownDrops.Load(),
 		Oversize:     l.ep.oversize.Load(),
 	}

@@ -87,6 +87,7 @@ type MessageConn struct {
 	maxRecv   int // Config.MaxRecvQueue
 	maxMsg    int
 	accepted  *acceptQueue[*MessageConn] // accepted conns: their listener's queue
+	refused   bool                       // Config.AcceptCircuit refused the circuit
 }
 
 var _ net.Conn = (*MessageConn)(nil)
@@ -233,12 +234,26 @@ func (c *MessageConn) full() bool { return len(c.queue)-c.head >= c.maxRecv }
 
 // pump implements upper: messages go to the engine directly in
 // WriteMessage; here only the handshake completes.
-func (c *MessageConn) pump(time.Time) {
-	if !c.opened && c.a.eng.State() != engine.StateHandshake {
-		c.markOpened()
-		if c.accepted != nil && !c.accepted.ready(c) {
-			c.beginClose(time.Now())
+//
+// A listener's conn is ready for Accept once its handshake is done, which
+// validates the peer for POROUS (it acknowledged our nonce) and Airhook
+// (it echoed our session ID); LLUDP has no such proof, so its circuit
+// must also pass Config.AcceptCircuit, when set.
+func (c *MessageConn) pump(now time.Time) {
+	if c.opened || c.refused || c.a.eng.State() == engine.StateHandshake {
+		return
+	}
+	if c.accepted != nil && c.cfg.AcceptCircuit != nil {
+		if circ, ok := c.circuit(); ok && !c.cfg.AcceptCircuit(circ) {
+			c.refused = true
+			c.a.ep.log.Debug("rudp: circuit refused by Config.AcceptCircuit", "peer", c.raddr, "code", circ.Code)
+			c.beginClose(now)
+			return
 		}
+	}
+	c.markOpened()
+	if c.accepted != nil && !c.accepted.ready(c) {
+		c.beginClose(now)
 	}
 }
 
@@ -246,7 +261,7 @@ func (c *MessageConn) pump(time.Time) {
 func (c *MessageConn) ended(err error) {
 	c.endedBase(err)
 	if c.accepted != nil && !c.opened {
-		c.accepted.abandon()
+		c.accepted.forget(c)
 	}
 }
 
@@ -273,12 +288,17 @@ func (c *MessageConn) Circuit() (circuit Circuit, ok bool) {
 	if c.a == nil {
 		return Circuit{}, false
 	}
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	return c.circuit()
+}
+
+// circuit is Circuit with a.mu held.
+func (c *MessageConn) circuit() (Circuit, bool) {
 	e, is := c.a.eng.(interface{ Circuit() (lludp.Circuit, bool) })
 	if !is {
 		return Circuit{}, false
 	}
-	c.a.mu.Lock()
-	defer c.a.mu.Unlock()
 	lc, ok := e.Circuit()
 	return Circuit(lc), ok
 }

@@ -1,9 +1,11 @@
 package rudp
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -200,4 +202,32 @@ func TestLLUDPReadWriteTemplateForm(t *testing.T) {
 	n, err := s.Read(buf)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0xFF, 0xFF, 0x00, 0x01, 1, 2, 3}, buf[:n])
+}
+
+// TestAcceptCircuit: an LLUDP message listener with Config.AcceptCircuit
+// accepts only the circuits it approves; a refused one never reaches
+// Accept and its peer reads io.EOF (CloseCircuit).
+func TestAcceptCircuit(t *testing.T) {
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: LLUDP,
+		AcceptCircuit: func(c Circuit) bool { return c.Code != 13 }})
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	bad := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 13}})
+	defer bad.Close()
+	require.NoError(t, bad.Handshake(ctx), "the circuit opens, then is closed")
+	_ = bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := bad.ReadMessage()
+	require.ErrorIs(t, err, io.EOF)
+
+	good := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 14}})
+	defer good.Close()
+	require.NoError(t, good.Handshake(ctx))
+	s, err := ln.AcceptMessages()
+	require.NoError(t, err)
+	defer s.Close()
+	c, ok := s.Circuit()
+	require.True(t, ok)
+	require.Equal(t, uint32(14), c.Code, "the refused circuit was never accepted")
 }

@@ -209,9 +209,13 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 		}
 		var rtoMin time.Duration // message conns: the viewer's resend timing
 		maxQueued := 0           // message conns: lludp's default
+		var seq uint32           // message conns: 1, as the viewer
 		if stream {
 			rtoMin = lludpStreamRTOMin
 			maxQueued = lludpStreamQueued
+			// Between rudp peers, a random first sequence number, so that
+			// a blind attacker cannot guess which numbers are in use.
+			seq = uint32(c.random64()%(lludp.SeqWrap-1)) + 1
 		}
 		return lludp.New(now, lludp.Config{
 			AckRTT:               stream,
@@ -223,6 +227,7 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			AckDelay:             lludpAckDelay,
 			ResendLimit:          limit,
 			MaxQueued:            maxQueued,
+			InitialSeq:           seq,
 			Congestion:           congestion.Algorithm(c.Congestion),
 			Logger:               c.Logger,
 			KeepAlive:            c.KeepAlive,

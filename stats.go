@@ -4,22 +4,23 @@ import "time"
 
 // Stats are a conn's counters and round-trip estimates. Counters only grow.
 type Stats struct {
-	PacketsSent     uint64        // datagrams sent
-	PacketsReceived uint64        // datagrams accepted from the peer
-	BytesSent       uint64        // bytes of the datagrams sent (UDP payload)
-	BytesReceived   uint64        // bytes of the datagrams accepted
-	PacketsRejected uint64        // datagrams from the peer refused as malformed or out of range
-	PacketsDeferred uint64        // datagrams left unprocessed because the receive queue was full
-	SendErrors      uint64        // datagrams the socket refused to send (counted as lost)
-	MessagesSent    uint64        // protocol messages sent for the first time
-	MessagesRecv    uint64        // protocol messages delivered
-	Retransmits     uint64        // messages sent again after a loss
-	Duplicates      uint64        // duplicate datagrams or messages dropped
-	PeerRestarts    uint64        // times the peer came back with a new session
-	Expired         uint64        // unreliable messages dropped unsent after Config.MaxUnreliableDelay
-	SRTT            time.Duration // smoothed round-trip time (RFC 6298)
-	RTTVar          time.Duration // round-trip time variation
-	RTO             time.Duration // current retransmission timeout
+	PacketsSent        uint64        // datagrams sent
+	PacketsReceived    uint64        // datagrams accepted from the peer
+	BytesSent          uint64        // bytes of the datagrams sent (UDP payload)
+	BytesReceived      uint64        // bytes of the datagrams accepted
+	PacketsRejected    uint64        // datagrams from the peer refused as malformed or out of range
+	PacketsDeferred    uint64        // datagrams left unprocessed because the receive queue was full
+	AmplificationDrops uint64        // datagrams not sent to a peer not yet validated, beyond 3 × what it sent
+	SendErrors         uint64        // datagrams the socket refused to send (counted as lost)
+	MessagesSent       uint64        // protocol messages sent for the first time
+	MessagesRecv       uint64        // protocol messages delivered
+	Retransmits        uint64        // messages sent again after a loss
+	Duplicates         uint64        // duplicate datagrams or messages dropped
+	PeerRestarts       uint64        // times the peer came back with a new session
+	Expired            uint64        // unreliable messages dropped unsent after Config.MaxUnreliableDelay
+	SRTT               time.Duration // smoothed round-trip time (RFC 6298)
+	RTTVar             time.Duration // round-trip time variation
+	RTO                time.Duration // current retransmission timeout
 
 	// The sender's congestion controller (zero where the protocol's
 	// engine has none).
@@ -40,22 +41,23 @@ type Stats struct {
 func statsOf(a *assoc) Stats {
 	s := a.eng.Stats()
 	st := Stats{
-		PacketsSent:     s.PacketsSent,
-		PacketsReceived: s.PacketsReceived,
-		BytesSent:       s.BytesSent,
-		BytesReceived:   s.BytesReceived,
-		PacketsRejected: s.PacketsRejected,
-		PacketsDeferred: a.fullDrops,
-		SendErrors:      a.sendErrors,
-		MessagesSent:    s.MessagesSent,
-		MessagesRecv:    s.MessagesRecv,
-		Retransmits:     s.Retransmits,
-		Duplicates:      s.Duplicates,
-		PeerRestarts:    s.PeerRestarts,
-		Expired:         s.Expired,
-		SRTT:            s.SRTT,
-		RTTVar:          s.RTTVar,
-		RTO:             s.RTO,
+		PacketsSent:        s.PacketsSent,
+		PacketsReceived:    s.PacketsReceived,
+		BytesSent:          s.BytesSent,
+		BytesReceived:      s.BytesReceived,
+		PacketsRejected:    s.PacketsRejected,
+		PacketsDeferred:    a.fullDrops,
+		AmplificationDrops: a.ampDrops,
+		SendErrors:         a.sendErrors,
+		MessagesSent:       s.MessagesSent,
+		MessagesRecv:       s.MessagesRecv,
+		Retransmits:        s.Retransmits,
+		Duplicates:         s.Duplicates,
+		PeerRestarts:       s.PeerRestarts,
+		Expired:            s.Expired,
+		SRTT:               s.SRTT,
+		RTTVar:             s.RTTVar,
+		RTO:                s.RTO,
 	}
 	if c := s.Congestion; c.State != "" {
 		st.Congestion = c.Algorithm.String() + "/" + c.State
@@ -69,11 +71,15 @@ func statsOf(a *assoc) Stats {
 // ListenerStats are a listener's counters for datagrams that reached no
 // conn. Counters only grow.
 type ListenerStats struct {
-	// BacklogDrops counts datagrams from new peers dropped because
-	// Config.Backlog new peers were already waiting.
+	// BacklogDrops counts openings from new peers dropped because
+	// Config.Backlog peers were already waiting for Accept.
 	BacklogDrops uint64
+	// Evicted counts new peers dropped before they were validated (the
+	// oldest in their handshake) to make room for a newer opening.
+	Evicted uint64
 	// UnknownDrops counts datagrams from addresses without a conn that do
-	// not open one (not a valid handshake packet, or after Close).
+	// not open one (not the protocol's opening, refused by a new engine,
+	// or after Close).
 	UnknownDrops uint64
 	// Oversize counts datagrams larger than any protocol's, dropped unread.
 	Oversize uint64
