@@ -38,8 +38,6 @@ type assoc struct {
 	up      upper
 	timer   *time.Timer
 	timerAt time.Time
-	out     [][]byte      // datagrams being sent, each with room for an MTU
-	scratch sendScratch   // messages for send
 	wake    chan struct{} // closed and replaced when anything changes
 	waiting bool          // someone holds wake
 	over    bool
@@ -70,18 +68,34 @@ func (a *assoc) limit(in int) {
 // validated lifts the amplification limit. Call with mu held.
 func (a *assoc) validated() { a.limited = false }
 
-func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, mtu int) *assoc {
-	a := &assoc{
-		ep:      ep,
-		raddr:   raddr,
-		key:     keyOf(raddr),
-		eng:     eng,
-		out:     make([][]byte, sendBatch),
-		scratch: newSendScratch(sendBatch),
-		wake:    make(chan struct{}),
+// sendBufs is a batch of datagram buffers, each with room for the largest
+// datagram of any protocol, and the messages that send them. An
+// association borrows one from sendPool for each settle, so that an idle
+// association holds none.
+type sendBufs struct {
+	out     [][]byte
+	scratch sendScratch
+}
+
+// maxSend is the largest datagram an engine writes: Config.MTU is at most
+// 1500, POROUS's frames 1472.
+const maxSend = 1500
+
+var sendPool = sync.Pool{New: func() any {
+	b := &sendBufs{out: make([][]byte, sendBatch), scratch: newSendScratch(sendBatch)}
+	for i := range b.out {
+		b.out[i] = make([]byte, maxSend)
 	}
-	for i := range a.out {
-		a.out[i] = make([]byte, mtu)
+	return b
+}}
+
+func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine) *assoc {
+	a := &assoc{
+		ep:    ep,
+		raddr: raddr,
+		key:   keyOf(raddr),
+		eng:   eng,
+		wake:  make(chan struct{}),
 	}
 	a.timer = time.AfterFunc(time.Hour, a.onTimer)
 	a.timer.Stop()
@@ -151,13 +165,15 @@ func (a *assoc) onTimer() {
 func (a *assoc) settleLocked(now time.Time) {
 	a.deliverLocked()
 	a.up.pump(now)
+	b := sendPool.Get().(*sendBufs)
+	defer sendPool.Put(b)
 	n := 0
 	for {
-		if n == len(a.out) {
-			a.sendErrors += a.ep.send(&a.scratch, a.out, a.raddr)
+		if n == len(b.out) {
+			a.sendErrors += a.ep.send(&b.scratch, b.out, a.raddr)
 			n = 0
 		}
-		buf := a.out[n][:cap(a.out[n])]
+		buf := b.out[n][:cap(b.out[n])]
 		k := a.eng.Poll(now, buf)
 		if k == 0 {
 			break
@@ -169,10 +185,10 @@ func (a *assoc) settleLocked(now time.Time) {
 			}
 			a.sent += uint64(k)
 		}
-		a.out[n] = buf[:k]
+		b.out[n] = buf[:k]
 		n++
 	}
-	a.sendErrors += a.ep.send(&a.scratch, a.out[:n], a.raddr)
+	a.sendErrors += a.ep.send(&b.scratch, b.out[:n], a.raddr)
 	if a.eng.State() == engine.StateClosed {
 		a.endLocked(a.eng.Err())
 		return

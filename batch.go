@@ -13,10 +13,14 @@ import (
 // sendmmsg. Other PacketConns, and other systems, use one ReadFrom or
 // WriteTo per datagram through the same code.
 const (
-	readBatch   = 32
-	groBatch    = 8 // with GRO, each read buffer holds up to 64 KiB of joined datagrams
-	sendBatch   = 16
-	maxDatagram = 2048 // largest datagram taken; larger ones are dropped
+	readBatch = 32
+	groBatch  = 8 // with GRO, each read buffer holds up to 64 KiB of joined datagrams
+	// groBatchConnected is groBatch for a connected socket (a dialed
+	// conn's): its one peer's datagrams are joined already, and a program
+	// with many conns should not hold half a MiB of buffers for each.
+	groBatchConnected = 2
+	sendBatch         = 16
+	maxDatagram       = 2048 // largest datagram taken; larger ones are dropped
 )
 
 // batchConn is what ipv4.PacketConn and ipv6.PacketConn share.

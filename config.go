@@ -51,7 +51,8 @@ type Config struct {
 	// KeepAlive is how long a conn may go without receiving before it sends
 	// a probe that the peer must answer, so an idle but healthy association
 	// does not reach IdleTimeout. Default 5 s; it is capped at a third of
-	// IdleTimeout. POROUS pings every KeepAlive or every second, whichever
+	// IdleTimeout. POROUS streams ping every KeepAlive; POROUS message
+	// conns every KeepAlive or every second, whichever
 	// is shorter, as its reference does (the pings also measure the RTT);
 	// LLUDP sends StartPingCheck every KeepAlive.
 	KeepAlive time.Duration

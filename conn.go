@@ -70,7 +70,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 		Start:         c.cfg.random64(),
 		Token:         token,
 	})
-	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
+	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
 	c.recycle, _ = eng.(engine.Recycler)
 }

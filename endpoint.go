@@ -131,6 +131,8 @@ func (ep *endpoint) readMessages() []ipv4.Message {
 	switch {
 	case ep.batch == nil:
 		return newMessages(1, maxDatagram+1)
+	case ep.gro && ep.connected:
+		return newMessages(groBatchConnected, 1<<16)
 	case ep.gro:
 		return newMessages(groBatch, 1<<16)
 	}

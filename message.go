@@ -102,7 +102,7 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
 	caps := eng.Capabilities()
 	c.maxQueued = caps.MaxQueued
 	c.maxMsg = caps.MaxMessage
-	c.a = newAssoc(ep, c.raddr, eng, c.cfg.datagramSize())
+	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
 }
 

@@ -148,14 +148,6 @@ func (c *Config) validateProtocol() error {
 	return nil
 }
 
-// datagramSize is the largest datagram the protocol's engine writes.
-func (c *Config) datagramSize() int {
-	if c.Protocol == POROUS {
-		return porous.MaxFrameSize // fixed by the wire format
-	}
-	return c.MTU
-}
-
 // newEngine builds the protocol engine for one association. stream selects
 // rudp's stream semantics, where a restarted peer ends the association
 // instead of being adopted silently; accept, that the association is a
@@ -168,7 +160,12 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			pri[ch] = porous.Low
 		}
 		maxPacket, maxQueued, maxQueuedBytes := c.MaxMessage, 0, 0
+		// A message conn may talk to the reference, which pings every
+		// second and whose RTT estimate our answers feed: it pings as
+		// often. Streams run between rudp peers and ping at KeepAlive.
+		keepAlive := min(c.KeepAlive, porous.DefaultKeepAlive)
 		if stream {
+			keepAlive = c.KeepAlive
 			// A stream's frames are bounded by the peer's receive window:
 			// the engine may hold all of it, whatever the congestion
 			// window.
@@ -188,7 +185,7 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			MaxQueued:            maxQueued,
 			MaxQueuedBytes:       maxQueuedBytes,
 			Accept:               accept,
-			KeepAlive:            min(c.KeepAlive, porous.DefaultKeepAlive), // the reference pings every second
+			KeepAlive:            keepAlive,
 			IdleTimeout:          c.IdleTimeout,
 			HandshakeTimeout:     c.HandshakeTimeout,
 			Linger:               c.Linger,
