@@ -9,6 +9,10 @@ import (
 	"github.com/rudpkit/rudp/internal/stream"
 )
 
+// trimAfter is how long a stream moves no bytes before it frees its empty
+// buffers (stream.Stream.Trim).
+const trimAfter = time.Second
+
 // Reset codes carried by the RST frames a Conn sends.
 const (
 	resetClosed   uint8 = 1 // closed with data from the peer unread
@@ -36,7 +40,8 @@ type Conn struct {
 	// guarded by a.mu
 	st        *stream.Stream
 	frame     []byte
-	held      int // bytes of a frame in frame that the engine refused, to hand it again
+	held      int       // bytes of a frame in frame that the engine refused, to hand it again
+	active    time.Time // when bytes were last written or received
 	maxQueued int
 	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
 	aborted   bool                // an RST was queued
@@ -108,6 +113,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		n := c.st.Write(p[total:])
 		if n > 0 {
 			total += n
+			c.active = time.Now()
 			c.a.settleLocked(time.Now())
 		} else if c.st.SendDone() {
 			return false, errClosed // after CloseWrite
@@ -167,6 +173,7 @@ func (c *Conn) deliver(m engine.Message) {
 		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
 	}
+	c.active = time.Now()
 	if err := c.st.HandleFrame(m.Data); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
@@ -190,6 +197,9 @@ func (c *Conn) ended(err error) {
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
 	c.st.Tune(now, c.a.eng.Stats().SRTT)
+	if now.Sub(c.active) > trimAfter {
+		c.st.Trim() // idle: keep no buffers (settled at least by keepalives)
+	}
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {

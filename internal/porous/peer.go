@@ -200,6 +200,20 @@ func (s *Session) sendPing() {
 	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now, id: s.pingID, ok: true}
 	s.pingID++
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
+	s.trim()
+}
+
+// trim frees the receive structures of the channels that hold nothing, at
+// each ping: a page table (8 KiB) and a spare page stay allocated while a
+// channel receives, and cost an idle session most of its memory
+// otherwise. A channel that receives again allocates them anew, at most
+// once per ping interval.
+func (s *Session) trim() {
+	for i := range s.rxch {
+		if c := &s.rxch[i]; c.n == 0 {
+			c.pages, c.spare = nil, nil
+		}
+	}
 }
 
 // onPingAck takes an RTT sample from the answer to an outstanding ping no

@@ -359,6 +359,20 @@ func (s *Stream) NextFrame(buf []byte) int {
 	return 0
 }
 
+// Trim frees the send and receive buffers when they hold nothing (no byte
+// written and not framed, none received and not read), so that an idle
+// stream keeps no buffer; they are allocated again when used. Call it
+// when the stream has been idle for a while, not after every Read: a busy
+// stream would allocate its buffers over and over.
+func (s *Stream) Trim() {
+	if s.tx.n == 0 {
+		s.tx.release()
+	}
+	if s.readOff == s.recvNext && s.recvNext == s.maxEnd {
+		s.rx.release()
+	}
+}
+
 // Tune gives the stream the time and the path's round-trip time, which
 // auto-tuning of the receive window needs; call it before NextFrame. A
 // stream that is never given an RTT keeps its window at RecvWindow.
