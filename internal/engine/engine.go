@@ -125,6 +125,8 @@ type Stats struct {
 	Duplicates      uint64 // duplicate packets or messages dropped
 	PeerRestarts    uint64 // new peer sessions seen after the first
 	Expired         uint64 // unreliable messages dropped unsent after waiting too long
+	Challenges      uint64 // restarts or closes announced by the peer's address and challenged
+	SpoofsRefused   uint64 // of those, refused because the live session answered
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its
 	// variation and the retransmission timeout; each engine's Stats says
 	// where they come from (zero when the engine has no such estimate).

@@ -132,19 +132,27 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		if len(p.Body) >= 5 {
 			s.win.setFloor(binary.LittleEndian.Uint32(p.Body[1:5]))
 		}
-		if s.nPongs < maxPongs {
+		// A session that has sent CloseCircuit is gone for the peer: it
+		// no longer answers, so that a ping challenging its close finds
+		// it closed (see challengeClose).
+		if s.nPongs < maxPongs && s.closeSent == 0 {
 			s.pongs[s.nPongs] = id
 			s.nPongs++
 		}
 	case CompletePingCheck:
 		if len(p.Body) > 0 {
 			s.pingAnswered(now, p.Body[0])
+			if s.chalOn && p.Body[0] == s.chalPing {
+				s.chalOn = false // the live circuit answered: the close was spoofed
+				s.stats.SpoofsRefused++
+			}
 		}
 	case CloseCircuit:
-		s.state = engine.StateClosed
-		if s.pending > 0 {
-			s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+		if s.state == engine.StateEstablished && !s.cfg.NoChallenge {
+			s.challengeClose(now)
+			break
 		}
+		s.peerClosed()
 	case UseCircuitCode:
 		if hello && server && !dup && (!s.open || restart) {
 			s.peerCircuit = circuit
@@ -162,6 +170,32 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	s.detectLosses(now)
 	s.updateCC(now, s.ackSample)
 	return nil
+}
+
+// peerClosed ends the session after the peer's CloseCircuit.
+func (s *Session) peerClosed() {
+	s.state = engine.StateClosed
+	if s.pending > 0 {
+		s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+	}
+}
+
+// challengeClose answers a CloseCircuit received while the circuit is
+// open with a StartPingCheck at once (RFC 5961's reason): a blind
+// attacker can send CloseCircuit from the peer's address, but a live
+// circuit answers the ping, and a peer that closed its circuit does not.
+// Without an answer within two round trips the close is taken (see
+// Poll); with one it is ignored. A close received while one is being
+// challenged changes nothing.
+func (s *Session) challengeClose(now time.Time) {
+	if s.chalOn {
+		return
+	}
+	s.chalOn = true
+	s.chalPing = s.nextPingID
+	s.chalUntil = now.Add(2*s.roundTrip() + challengeSlack)
+	s.pingAt = now.Add(-s.cfg.KeepAlive) // the next ping goes now
+	s.stats.Challenges++
 }
 
 // owe queues an acknowledgement of seq (notes §3.3).

@@ -23,6 +23,9 @@ const (
 	// closeCopies is how many CloseCircuit messages a graceful close
 	// sends, one round trip apart (it is unreliable, notes §3.1).
 	closeCopies = 2
+	// challengeSlack is added to two round trips for the answer to a
+	// challenge ping (see challengeClose).
+	challengeSlack = 10 * time.Millisecond
 )
 
 // Session is one end of one LLUDP circuit: a sans-I/O state machine
@@ -77,6 +80,11 @@ type Session struct {
 	recv    engine.FIFO[engine.Message]
 	scratch []byte
 	pkt     Packet
+
+	// Challenge of a CloseCircuit received while open (see challengeClose).
+	chalOn    bool
+	chalPing  uint8
+	chalUntil time.Time
 
 	// Closing.
 	closeAt   time.Time

@@ -450,11 +450,21 @@ func TestCloseGraceful(t *testing.T) {
 	require.Equal(t, "0000000006"+"00fffffffd", hex.EncodeToString(last[1]))
 }
 
+// TestPeerClosesWithPending: the peer's CloseCircuit is first challenged
+// with a StartPingCheck; unanswered for two round trips (plus 10 ms), it
+// ends the session, with ErrPeerClosed since a message was pending.
 func TestPeerClosesWithPending(t *testing.T) {
 	s := openServer(t)
 	require.NoError(t, s.Send([]byte("r"), rel))
 	poll(t, s, t0)
 	require.NoError(t, s.HandleDatagram(t0, unhex(t, "000000000000fffffffd")), "vector P11, seq 0")
+	require.Equal(t, engine.StateEstablished, s.State())
+	var pk Packet
+	require.NoError(t, ParsePacket(unhex(t, poll(t, s, t0)), &pk, nil))
+	require.Equal(t, StartPingCheck, pk.Message, "the challenge")
+	until := t0.Add(2*s.roundTrip() + challengeSlack)
+	require.Equal(t, until, s.Deadline())
+	require.Empty(t, poll(t, s, until))
 	require.Equal(t, engine.StateClosed, s.State())
 	require.ErrorIs(t, s.Err(), engine.ErrPeerClosed)
 	require.Empty(t, poll(t, s, t0))
@@ -462,6 +472,24 @@ func TestPeerClosesWithPending(t *testing.T) {
 	require.ErrorIs(t, s.HandleDatagram(t0, unhex(t, helloHex)), engine.ErrClosed)
 	s.Close(t0)
 	require.Equal(t, engine.StateClosed, s.State())
+}
+
+// TestSpoofedCloseCircuit: a CloseCircuit whose challenge the live
+// circuit answers changes nothing.
+func TestSpoofedCloseCircuit(t *testing.T) {
+	p := newPair(t, Config{}, Config{}, 10*ms, 0, 1)
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished })
+	spoof := AppendPacket(nil, &Packet{Seq: 999, Message: CloseCircuit})
+	require.NoError(t, p.B.HandleDatagram(p.Now, spoof))
+	p.RunUntil(1000, func() bool { return p.B.Stats().SpoofsRefused == 1 })
+	p.Now = p.Now.Add(time.Second)
+	p.RunUntil(1000, func() bool { return true })
+	require.Equal(t, engine.StateEstablished, p.B.State())
+	require.Equal(t, uint64(1), p.B.Stats().Challenges)
+	require.NoError(t, p.A.Send([]byte("still"), rel))
+	var got []string
+	p.RunUntil(1000, func() bool { got = append(got, drain(p.B)...); return len(got) > 0 })
+	require.Equal(t, []string{"still"}, got)
 }
 
 func TestCloseLingerTimeout(t *testing.T) {

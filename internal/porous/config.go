@@ -143,6 +143,11 @@ type Config struct {
 	// Stats.PeerRestarts. A repeat of the peer's own Connect is always
 	// just acknowledged again.
 	RejectNewPeerSession bool
+	// NoChallenge acts on a Disconnect, or a Connect with a new nonce,
+	// received while connected at once, as the reference does, instead of
+	// first asking the live session with a Ping (see Session.challenged).
+	// One spoofed datagram from the peer's address then ends the session.
+	NoChallenge bool
 	// AckOnce lists each frame ID in a single DataAck, as the reference
 	// does. By default the IDs of the previous DataAck are listed again in
 	// the next one, so that a lost DataAck does not cost resends; the

@@ -163,9 +163,9 @@ func TestHandshakeFigure2b(t *testing.T) {
 
 // TestDisconnectFigure3: A disconnects; B's DisconnectAck is dropped; A
 // repeats its Disconnect and B, now disconnected, acknowledges it (paper
-// Figure 3).
+// Figure 3; B trusts the Disconnect at once, as the paper's peers do).
 func TestDisconnectFigure3(t *testing.T) {
-	a, b := connected(t, Config{}, Config{})
+	a, b := connected(t, Config{}, Config{NoChallenge: true})
 	a.Close(at(100))
 	require.Equal(t, engine.StateClosing, a.State())
 	require.ErrorIs(t, a.Send(nil, engine.SendOptions{}), engine.ErrClosed)
@@ -198,7 +198,7 @@ func TestDisconnectFigure3(t *testing.T) {
 // TestCloseWaitsForData: Close sends what is queued and waits for its
 // acknowledgement before Disconnect.
 func TestCloseWaitsForData(t *testing.T) {
-	a, b := connected(t, Config{}, Config{})
+	a, b := connected(t, Config{}, Config{NoChallenge: true})
 	require.NoError(t, a.Send([]byte("last"), engine.SendOptions{}))
 	a.Close(at(10))
 	d := dataHex(nonceB, 0, 0, 0, "last")
@@ -216,7 +216,7 @@ func TestCloseWaitsForData(t *testing.T) {
 }
 
 func TestPeerClosedWithPending(t *testing.T) {
-	a, _ := connected(t, Config{}, Config{})
+	a, _ := connected(t, Config{NoChallenge: true}, Config{})
 	require.NoError(t, a.Send([]byte("x"), engine.SendOptions{}))
 	feedHex(t, a, at(10), disconnectHex)
 	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10)), "no Data once disconnected")
@@ -319,22 +319,69 @@ func TestAccept(t *testing.T) {
 	}
 }
 
+// TestPeerRestart: a Connect with a new nonce while connected is first
+// challenged with a Ping (RTO 600 ms before any RTT sample); when the live
+// session does not answer, the next Connect of the new peer is adopted as
+// the reference does, or refused with engine.ErrPeerRestarted.
 func TestPeerRestart(t *testing.T) {
 	a, _ := connected(t, Config{}, Config{})
 	feedHex(t, a, at(10), connectHex(nonceB)) // a repeat: acknowledged again
 	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(10)))
 	feedHex(t, a, at(10), connectHex(0x0b0b0b02))
-	require.Equal(t, []string{ackHex(0x0b0b0b02)}, pollHex(t, a, at(10)))
+	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)), "the live session is asked")
+	rto := a.rto()
+	require.Equal(t, at(10).Add(rto), a.Deadline(), "an RTO for the answer")
+	require.Empty(t, pollHex(t, a, at(10).Add(rto)))
+	feedHex(t, a, at(700), connectHex(0x0b0b0b02))
+	require.Equal(t, []string{ackHex(0x0b0b0b02)}, pollHex(t, a, at(700)))
 	require.Equal(t, uint64(1), a.Stats().PeerRestarts)
+	require.Equal(t, uint64(1), a.Stats().Challenges)
 	require.Equal(t, engine.StateEstablished, a.State())
 
 	r, _ := connected(t, Config{RejectNewPeerSession: true}, Config{})
+	require.NoError(t, r.HandleDatagram(at(10), unhex(t, connectHex(0x0b0b0b02))))
+	require.Equal(t, []string{pingHex(1)}, pollHex(t, r, at(10)))
+	require.Empty(t, pollHex(t, r, at(10).Add(r.rto())))
 	before := r.Stats()
-	require.ErrorIs(t, r.HandleDatagram(at(10), unhex(t, connectHex(0x0b0b0b02))), engine.ErrPeerRestarted)
-	require.Empty(t, pollHex(t, r, at(10)))
+	require.ErrorIs(t, r.HandleDatagram(at(700), unhex(t, connectHex(0x0b0b0b02))), engine.ErrPeerRestarted)
+	require.Empty(t, pollHex(t, r, at(700)))
 	require.Equal(t, before, r.Stats())
-	feedHex(t, r, at(10), connectHex(nonceB))
-	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, r, at(10)))
+	feedHex(t, r, at(700), connectHex(nonceB))
+	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, r, at(700)))
+}
+
+// TestSpoofedRestartAndClose: a Connect with a new nonce or a Disconnect
+// from the peer's address, when the live session answers the challenge
+// Ping, changes nothing: a blind attacker cannot end the session.
+func TestSpoofedRestartAndClose(t *testing.T) {
+	for _, spoof := range []string{connectHex(0x0b0b0b02), disconnectHex} {
+		a, _ := connected(t, Config{RejectNewPeerSession: true}, Config{})
+		require.NoError(t, a.HandleDatagram(at(10), unhex(t, spoof)))
+		require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)))
+		feedHex(t, a, at(20), pingAckHex(1)) // the live peer
+		require.Empty(t, pollHex(t, a, at(700)), "no DisconnectAck, no ConnectAck")
+		require.Equal(t, engine.StateEstablished, a.State())
+		require.Equal(t, uint64(1), a.Stats().SpoofsRefused)
+		require.NoError(t, a.HandleDatagram(at(800), unhex(t, spoof)), "challenged again")
+		require.Equal(t, []string{pingHex(2)}, pollHex(t, a, at(800)))
+	}
+}
+
+// TestChallengedDisconnect: a real Disconnect (the peer, disconnecting,
+// ignores Pings) is answered one RTO after it came.
+func TestChallengedDisconnect(t *testing.T) {
+	a, _ := connected(t, Config{}, Config{})
+	feedHex(t, a, at(10), disconnectHex)
+	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)))
+	require.Equal(t, engine.StateEstablished, a.State())
+	rto := a.rto()
+	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
+	require.Equal(t, engine.StateClosing, a.State())
+	for now := at(10).Add(rto); a.State() != engine.StateClosed; now = a.Deadline() {
+		pollHex(t, a, now)
+	}
+	require.NoError(t, a.Err())
 }
 
 func TestTimeouts(t *testing.T) {

@@ -80,13 +80,18 @@ func (s *Session) handle(f *Frame, n int) error {
 		}
 	}
 	if f.Type == FrameConnect && s.st == stConnected && f.Nonce != s.peerNonce {
-		if s.cfg.RejectNewPeerSession {
+		switch {
+		case !s.challenged(challengeRestart):
+			return nil // the live session is asked first: see challenge
+		case s.cfg.RejectNewPeerSession:
 			return engine.ErrPeerRestarted
-		}
-		if f.Nonce != s.restartNon {
+		case f.Nonce != s.restartNon:
 			s.restartNon = f.Nonce
 			s.stats.PeerRestarts++
 		}
+	}
+	if f.Type == FrameDisconnect && s.st == stConnected && !s.challenged(challengeClose) {
+		return nil
 	}
 	s.lastRx = s.now
 	s.stats.PacketsReceived++
@@ -126,6 +131,7 @@ func (s *Session) handle(f *Frame, n int) error {
 		case FramePing:
 			s.pushCtl(FramePingAck, uint32(f.PingID))
 		case FramePingAck:
+			s.answered(f.PingID)
 			s.onPingAck(f.PingID)
 		case FrameDataAck:
 			s.onDataAck(f.Acks)
@@ -192,6 +198,64 @@ func (s *Session) enterDisconnecting() {
 	s.st = stDisconnecting
 	s.discAt = s.now
 	s.ackq = s.ackq[:0]
+}
+
+// Challenges (RFC 5961's reason): a Disconnect, or a Connect with a new
+// nonce, that arrives while connected may come from a blind attacker
+// spoofing the peer's address. Before acting on it the session sends a
+// Ping: a live session answers it (PingAck); a peer that is disconnecting,
+// or a restarted one still connecting, ignores Pings (notes §3.1). Only
+// when no answer comes within an RTO is the announcement taken: the
+// Disconnect answered, the restart adopted or refused. Until then it is
+// ignored, and it must come again (the peer repeats both every 500 ms)
+// once the challenge is over.
+type challengeKind uint8
+
+const (
+	challengeNone challengeKind = iota
+	challengeRestart
+	challengeClose
+)
+
+// challenged reports whether an announcement of kind k may be acted on: a
+// challenge of that kind ran out unanswered. Otherwise it starts one, if
+// none is running.
+func (s *Session) challenged(k challengeKind) bool {
+	switch {
+	case s.cfg.NoChallenge || s.chalPassed == k:
+		return true
+	case s.chalKind == challengeNone:
+		s.chalKind = k
+		s.chalPing = s.pingID
+		s.chalUntil = s.now.Add(s.rto())
+		s.sendPing()
+		s.stats.Challenges++
+	}
+	return false
+}
+
+// answered ends the challenge a PingAck of id answers: the live session
+// is there, so what was announced was spoofed.
+func (s *Session) answered(id uint16) {
+	if s.chalKind != challengeNone && id == s.chalPing {
+		s.chalKind, s.chalPassed = challengeNone, challengeNone
+		s.stats.SpoofsRefused++
+	}
+}
+
+// challengeExpired, at the end of a challenge without an answer, lets the
+// next announcement of its kind through; a Disconnect is taken at once
+// (the peer may not repeat it before giving up).
+func (s *Session) challengeExpired() {
+	k := s.chalKind
+	s.chalKind, s.chalPassed = challengeNone, k
+	if k == challengeClose {
+		var err error
+		if s.pending > 0 {
+			err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
+		}
+		s.peerDisconnect(err)
+	}
 }
 
 // sendPing queues a Ping and remembers when it left.

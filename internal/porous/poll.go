@@ -102,6 +102,8 @@ func (s *Session) applyTimers() {
 		case linger:
 			s.fail(s.lingerError())
 			s.finalDisc = true
+		case s.chalKind != challengeNone && !now.Before(s.chalUntil):
+			s.challengeExpired()
 		default:
 			s.detectLosses()
 			s.updateCC(0)
@@ -181,6 +183,9 @@ func (s *Session) Deadline() time.Time {
 		at(s.pingAt)
 		if t, ok := s.lossAt(); ok {
 			at(t)
+		}
+		if s.chalKind != challengeNone {
+			at(s.chalUntil)
 		}
 	case stDisconnecting:
 		at(s.discAt)
