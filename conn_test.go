@@ -391,3 +391,26 @@ func TestHalfOpenEvicted(t *testing.T) {
 	defer s.Close()
 	require.Equal(t, uint64(1), ln.Stats().Evicted)
 }
+
+// TestUseAfterCloseWithDeadlinePassed: after Close, Read and Write fail
+// with net.ErrClosed even when their deadline has passed, as on TCP.
+func TestUseAfterCloseWithDeadlinePassed(t *testing.T) {
+	past := time.Now().Add(-time.Second)
+	c, _, _ := streamPair(t, nil, links[0])
+	require.NoError(t, c.SetDeadline(past))
+	require.NoError(t, c.Close())
+	_, err := c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = c.Write([]byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+
+	mc, _ := messagePair(t, nil, links[0])
+	require.NoError(t, mc.SetDeadline(past))
+	require.NoError(t, mc.Close())
+	_, err = mc.Read(make([]byte, 1))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = mc.Write([]byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = mc.ReadMessage()
+	require.ErrorIs(t, err, net.ErrClosed)
+}
