@@ -275,13 +275,47 @@ func TestDeadlineErrors(t *testing.T) {
 	require.Equal(t, "ok", string(buf))
 }
 
+// TestTCPNetworkNames: streams take "tcp", "tcp4" and "tcp6" as the UDP
+// names, as net/http passes them; message conns do not.
+func TestTCPNetworkNames(t *testing.T) {
+	ln, err := Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	require.Equal(t, "udp", ln.Addr().Network())
+	for _, network := range []string{"tcp", "tcp4"} {
+		c, err := (&Dialer{}).DialContext(context.Background(), network, ln.Addr().String())
+		require.NoError(t, err, network)
+		s, err := ln.Accept()
+		require.NoError(t, err)
+		_, err = c.Write([]byte(network))
+		require.NoError(t, err)
+		buf := make([]byte, 8)
+		require.NoError(t, s.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, err := s.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, network, string(buf[:n]))
+		require.NoError(t, c.Close())
+		require.NoError(t, s.Close())
+	}
+	for from, to := range map[string]string{"tcp": "udp", "tcp4": "udp4", "tcp6": "udp6", "udp6": "udp6", "ip": "ip"} {
+		require.Equal(t, to, streamNetwork(from))
+	}
+
+	var unknown net.UnknownNetworkError
+	_, err = DialMessages(context.Background(), "tcp", ln.Addr().String(), nil)
+	require.ErrorAs(t, err, &unknown)
+	_, err = ListenMessages("tcp", "127.0.0.1:0", nil)
+	require.ErrorAs(t, err, &unknown)
+}
+
 func TestConfigValidation(t *testing.T) {
 	_, err := (&Config{MTU: 100}).resolved()
 	require.Error(t, err)
 	_, err = (&Config{Protocol: 99}).resolved()
 	require.ErrorIs(t, err, ErrUnknownProtocol)
-	_, err = Dial("tcp", "127.0.0.1:1")
-	require.Error(t, err)
+	_, err = Dial("ip4", "127.0.0.1:1")
+	var unknown net.UnknownNetworkError
+	require.ErrorAs(t, err, &unknown)
 	for _, want := range Protocols() {
 		p, err := ParseProtocol(want.String())
 		require.NoError(t, err)
