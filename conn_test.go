@@ -322,7 +322,14 @@ func TestConfigValidation(t *testing.T) {
 		require.Equal(t, want, p)
 	}
 	require.Equal(t, []string{"porous", "airhook", "lludp"}, []string{POROUS.String(), Airhook.String(), LLUDP.String()})
+	for name, want := range map[string]Protocol{"POROUS": POROUS, "Airhook": Airhook, "LLUDP": LLUDP, "lLuDp": LLUDP} {
+		p, err := ParseProtocol(name)
+		require.NoError(t, err, name)
+		require.Equal(t, want, p, name)
+	}
 	_, err = ParseProtocol("nope")
+	require.ErrorIs(t, err, ErrUnknownProtocol)
+	_, err = ParseProtocol("porous ")
 	require.ErrorIs(t, err, ErrUnknownProtocol)
 	cfg, err := (*Config)(nil).resolved()
 	require.NoError(t, err)
