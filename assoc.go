@@ -247,12 +247,11 @@ func (a *assoc) abandon(err error) {
 }
 
 // transmitLocked sends b.out[:n] to the peer. It reports whether the
-// socket answered that the peer's port is unreachable, which only a
-// connected socket tells.
-func (a *assoc) transmitLocked(b *sendBufs, n int) bool {
-	failed, err := a.ep.send(&b.scratch, b.out[:n], a.raddr)
+// socket answered that the peer's port is unreachable (see endpoint.send).
+func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
+	failed, refused := a.ep.send(&b.scratch, b.out[:n], a.raddr)
 	a.sendErrors += failed
-	return a.ep.connected && errors.Is(err, syscall.ECONNREFUSED)
+	return refused
 }
 
 // refused records, at now, an ICMP port unreachable from the peer's port,

@@ -250,10 +250,10 @@ func (ep *endpoint) release() {
 // GSO, each run of equal-size datagrams (the last of a run may be shorter)
 // goes as one message. It returns how many datagrams the socket refused (a
 // full socket buffer, a vanished route): they count as losses, which the
-// engines recover from; and the last error, which on a connected socket
-// may be syscall.ECONNREFUSED, an ICMP port unreachable reported by this
-// send rather than by the next read.
-func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed uint64, last error) {
+// engines recover from. refused reports that a connected socket failed a
+// send with syscall.ECONNREFUSED: an ICMP port unreachable from the peer,
+// reported by this send rather than by the next read.
+func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed uint64, refused bool) {
 	if ep.connected {
 		to = nil
 	}
@@ -266,7 +266,8 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 				_, err = ep.pc.WriteTo(bufs[0], to)
 			}
 			if err != nil {
-				failed, last = failed+1, err
+				failed++
+				refused = refused || ep.connected && errors.Is(err, syscall.ECONNREFUSED)
 			}
 			bufs = bufs[1:]
 			continue
@@ -288,10 +289,11 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 			ep.gso.Store(false) // the path cannot segment: send one by one from now on
 			continue
 		}
-		failed, last = failed+uint64(len(ms[n].Buffers)), err
+		failed += uint64(len(ms[n].Buffers))
+		refused = refused || ep.connected && errors.Is(err, syscall.ECONNREFUSED)
 		bufs = bufs[len(ms[n].Buffers):]
 	}
-	return failed, last
+	return failed, refused
 }
 
 // maxSegments is the most datagrams one GSO message may carry.
