@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
@@ -44,6 +45,7 @@ type assoc struct {
 
 	fullDrops  uint64 // datagrams left unprocessed because up was full
 	sendErrors uint64 // datagrams the socket refused to send
+	refusals   refusals
 
 	// Until the peer of a listener's association is validated (it showed
 	// it receives what this end sends), at most amplification times the
@@ -113,6 +115,7 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 	if a.over {
 		return false, false
 	}
+	a.refusals.reset() // the peer is there
 	if a.up.full() {
 		a.fullDrops++
 		return false, false
@@ -167,10 +170,11 @@ func (a *assoc) settleLocked(now time.Time) {
 	a.up.pump(now)
 	b := sendPool.Get().(*sendBufs)
 	defer sendPool.Put(b)
+	refused := false // the socket reported the peer's port unreachable
 	n := 0
 	for {
 		if n == len(b.out) {
-			a.sendErrors += a.ep.send(&b.scratch, b.out, a.raddr)
+			refused = a.transmitLocked(b, n) || refused
 			n = 0
 		}
 		buf := b.out[n][:cap(b.out[n])]
@@ -188,7 +192,10 @@ func (a *assoc) settleLocked(now time.Time) {
 		b.out[n] = buf[:k]
 		n++
 	}
-	a.sendErrors += a.ep.send(&b.scratch, b.out[:n], a.raddr)
+	refused = a.transmitLocked(b, n) || refused
+	if refused && a.refusedLocked(now) {
+		return
+	}
 	if a.eng.State() == engine.StateClosed {
 		a.endLocked(a.eng.Err())
 		return
@@ -239,15 +246,59 @@ func (a *assoc) abandon(err error) {
 	a.endLocked(err)
 }
 
-// refused ends an association still in its handshake when the peer's
-// port is unreachable.
-func (a *assoc) refused(err error) {
+// transmitLocked sends b.out[:n] to the peer. It reports whether the
+// socket answered that the peer's port is unreachable (see endpoint.send).
+func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
+	failed, refused := a.ep.send(&b.scratch, b.out[:n], a.raddr)
+	a.sendErrors += failed
+	return refused
+}
+
+// refused records, at now, an ICMP port unreachable from the peer's port,
+// as reported by a connected socket's read.
+func (a *assoc) refused(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.eng.State() == engine.StateHandshake {
-		a.endLocked(err)
-	}
+	a.refusedLocked(now)
 }
+
+// refusedLocked records a refusal at now and ends the association with
+// syscall.ECONNREFUSED if it is still in its handshake, or if the
+// refusals have persisted (see refusals). It reports whether the
+// association is over.
+func (a *assoc) refusedLocked(now time.Time) bool {
+	if !a.over && (a.eng.State() == engine.StateHandshake || a.refusals.add(now, a.eng.Stats().RTO)) {
+		a.endLocked(syscall.ECONNREFUSED)
+	}
+	return a.over
+}
+
+// refusalsToFail is how many port unreachable reports, with nothing heard
+// from the peer in between, end an open association.
+const refusalsToFail = 3
+
+// refusals decides when ICMP port unreachable reports about an open
+// association's peer mean the peer is gone. ICMP is easily forged and a
+// single report may be stale, so the reports must persist: at least
+// refusalsToFail of them, spread over at least one RTO (as it was at the
+// first), with no datagram from the peer in between.
+type refusals struct {
+	n     int       // reports since the last datagram from the peer
+	until time.Time // the earliest time the reports may end the association
+}
+
+// add records a report at now, rto being the current RTO; it reports
+// whether the peer is now taken as gone.
+func (r *refusals) add(now time.Time, rto time.Duration) bool {
+	if r.n == 0 {
+		r.until = now.Add(rto)
+	}
+	r.n++
+	return r.n >= refusalsToFail && !now.Before(r.until)
+}
+
+// reset forgets the reports: a datagram came from the peer.
+func (r *refusals) reset() { r.n = 0 }
 
 // start registers the association with its endpoint and sends its first
 // datagrams. It returns false if the endpoint has stopped.

@@ -275,17 +275,21 @@ func (b *connBase) expire(code uint8, err error, cond func() bool) {
 
 // waitIO runs the handshake, then waits as wait does for the read or
 // write op until check reports done, failing with os.ErrDeadlineExceeded
-// once dl has passed (at once if it already has).
+// once dl has passed (at once if it already has, and before check runs).
+// A closed conn fails with net.ErrClosed whatever the deadline, as TCP
+// conns do.
 func (b *connBase) waitIO(op string, dl *deadline.Deadline, check func() (bool, error)) error {
 	if err := b.Handshake(context.Background()); err != nil {
 		return err
 	}
-	select {
-	case <-dl.Done():
-		return opError(op, b.LocalAddr(), b.raddr, errTimeout)
-	default:
-	}
-	return b.wait(dl.Done(), deadlineErr, op, check)
+	return b.wait(dl.Done(), deadlineErr, op, func() (bool, error) {
+		select {
+		case <-dl.Done():
+			return false, errTimeout
+		default:
+		}
+		return check()
+	})
 }
 
 // deadlineErr is the stopErr of a deadline.

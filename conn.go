@@ -31,9 +31,11 @@ const (
 // Close, once every byte before it was read.
 //
 // Other errors are *net.OpError values wrapping os.ErrDeadlineExceeded (a
-// deadline passed), net.ErrClosed (after Close), ErrReset (the peer aborted
-// or restarted), ErrIdleTimeout, ErrHandshakeTimeout or ErrProtocol. A Conn
-// is safe for concurrent use.
+// deadline passed), net.ErrClosed (after Close, whatever the deadlines),
+// ErrReset (the peer aborted or restarted), syscall.ECONNREFUSED (a dialed
+// conn's peer port kept answering ICMP port unreachable; see the package
+// doc), ErrIdleTimeout, ErrHandshakeTimeout or ErrProtocol. A Conn is safe
+// for concurrent use.
 type Conn struct {
 	connBase
 

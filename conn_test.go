@@ -201,7 +201,11 @@ func TestListenerCloseResetsUnaccepted(t *testing.T) {
 	c := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
 	defer c.Close()
 	require.NoError(t, c.Handshake(context.Background()))
-	require.Eventually(t, func() bool { return len(ln.q.queue) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		ln.q.mu.Lock()
+		defer ln.q.mu.Unlock()
+		return len(ln.q.queue) == 1
+	}, 5*time.Second, time.Millisecond)
 	require.NoError(t, ln.Close())
 	_, err := c.Read(make([]byte, 1))
 	require.ErrorIs(t, err, ErrReset)
@@ -275,20 +279,61 @@ func TestDeadlineErrors(t *testing.T) {
 	require.Equal(t, "ok", string(buf))
 }
 
+// TestTCPNetworkNames: streams take "tcp", "tcp4" and "tcp6" as the UDP
+// names, as net/http passes them; message conns do not.
+func TestTCPNetworkNames(t *testing.T) {
+	ln, err := Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	require.Equal(t, "udp", ln.Addr().Network())
+	for _, network := range []string{"tcp", "tcp4"} {
+		c, err := (&Dialer{}).DialContext(context.Background(), network, ln.Addr().String())
+		require.NoError(t, err, network)
+		s, err := ln.Accept()
+		require.NoError(t, err)
+		_, err = c.Write([]byte(network))
+		require.NoError(t, err)
+		buf := make([]byte, 8)
+		require.NoError(t, s.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, err := s.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, network, string(buf[:n]))
+		require.NoError(t, c.Close())
+		require.NoError(t, s.Close())
+	}
+	for from, to := range map[string]string{"tcp": "udp", "tcp4": "udp4", "tcp6": "udp6", "udp6": "udp6", "ip": "ip"} {
+		require.Equal(t, to, streamNetwork(from))
+	}
+
+	var unknown net.UnknownNetworkError
+	_, err = DialMessages(context.Background(), "tcp", ln.Addr().String(), nil)
+	require.ErrorAs(t, err, &unknown)
+	_, err = ListenMessages("tcp", "127.0.0.1:0", nil)
+	require.ErrorAs(t, err, &unknown)
+}
+
 func TestConfigValidation(t *testing.T) {
 	_, err := (&Config{MTU: 100}).resolved()
 	require.Error(t, err)
 	_, err = (&Config{Protocol: 99}).resolved()
 	require.ErrorIs(t, err, ErrUnknownProtocol)
-	_, err = Dial("tcp", "127.0.0.1:1")
-	require.Error(t, err)
+	_, err = Dial("ip4", "127.0.0.1:1")
+	var unknown net.UnknownNetworkError
+	require.ErrorAs(t, err, &unknown)
 	for _, want := range Protocols() {
 		p, err := ParseProtocol(want.String())
 		require.NoError(t, err)
 		require.Equal(t, want, p)
 	}
 	require.Equal(t, []string{"porous", "airhook", "lludp"}, []string{POROUS.String(), Airhook.String(), LLUDP.String()})
+	for name, want := range map[string]Protocol{"POROUS": POROUS, "Airhook": Airhook, "LLUDP": LLUDP, "lLuDp": LLUDP} {
+		p, err := ParseProtocol(name)
+		require.NoError(t, err, name)
+		require.Equal(t, want, p, name)
+	}
 	_, err = ParseProtocol("nope")
+	require.ErrorIs(t, err, ErrUnknownProtocol)
+	_, err = ParseProtocol("porous ")
 	require.ErrorIs(t, err, ErrUnknownProtocol)
 	cfg, err := (*Config)(nil).resolved()
 	require.NoError(t, err)
@@ -390,4 +435,27 @@ func TestHalfOpenEvicted(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, uint64(1), ln.Stats().Evicted)
+}
+
+// TestUseAfterCloseWithDeadlinePassed: after Close, Read and Write fail
+// with net.ErrClosed even when their deadline has passed, as on TCP.
+func TestUseAfterCloseWithDeadlinePassed(t *testing.T) {
+	past := time.Now().Add(-time.Second)
+	c, _, _ := streamPair(t, nil, links[0])
+	require.NoError(t, c.SetDeadline(past))
+	require.NoError(t, c.Close())
+	_, err := c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = c.Write([]byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+
+	mc, _ := messagePair(t, nil, links[0])
+	require.NoError(t, mc.SetDeadline(past))
+	require.NoError(t, mc.Close())
+	_, err = mc.Read(make([]byte, 1))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = mc.Write([]byte("x"))
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = mc.ReadMessage()
+	require.ErrorIs(t, err, net.ErrClosed)
 }

@@ -7,8 +7,11 @@ import (
 )
 
 // Dial connects to the rudp listener at address over UDP with the default
-// Config, and completes the handshake. network is "udp", "udp4" or "udp6".
-// It returns a *Conn.
+// Config, and completes the handshake. network is "udp", "udp4" or "udp6";
+// "tcp", "tcp4" and "tcp6" are taken as their UDP counterparts, since a
+// rudp stream has the byte-stream semantics a TCP caller expects, so that
+// code written for TCP (net/http's Transport.DialContext, for one) can pass
+// its own network name. It returns a *Conn.
 func Dial(network, address string) (net.Conn, error) {
 	var d Dialer
 	return d.Dial(network, address)
@@ -29,12 +32,13 @@ func (d *Dialer) Dial(network, address string) (net.Conn, error) {
 }
 
 // DialContext connects to address and completes the handshake before
-// ctx ends and within Config.HandshakeTimeout. It returns a *Conn, or an
-// error: a resolution or socket error, connection refused (the peer's port
-// answered with ICMP port unreachable), ErrHandshakeTimeout, ErrProtocol,
-// or ctx's error.
+// ctx ends and within Config.HandshakeTimeout. network is as for Dial:
+// "udp", "udp4", "udp6", or "tcp", "tcp4", "tcp6" taken as those. It
+// returns a *Conn, or an error: a resolution or socket error, connection
+// refused (the peer's port answered with ICMP port unreachable),
+// ErrHandshakeTimeout, ErrProtocol, or ctx's error.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	c, err := dial(ctx, d.Config, d.LocalAddr, network, address, true, newConn)
+	c, err := dial(ctx, d.Config, d.LocalAddr, streamNetwork(network), address, true, newConn)
 	if err != nil {
 		return nil, err
 	}

@@ -87,9 +87,11 @@ func (ep *endpoint) readLoop() {
 		}
 		n, err := ep.read(ms)
 		if err != nil {
-			if ep.connected && errors.Is(err, syscall.ECONNREFUSED) {
-				ep.refused(err)
-				continue
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				if ep.connected {
+					ep.refused(time.Now())
+				}
+				continue // about a peer, not the socket
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -177,11 +179,14 @@ func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) *assoc {
 	return nil
 }
 
-// refused reports an ICMP port unreachable on a connected socket to the
-// association: fatal during its handshake, ignored after.
-func (ep *endpoint) refused(err error) {
+// refused reports an ICMP port unreachable, which the socket told because
+// it is connected to its one peer, to that peer's association. Only a
+// connected socket is told: an unconnected one (a listener's, or a
+// PacketConn given to Client) is not, so its peers' departures show only
+// through the idle timeout.
+func (ep *endpoint) refused(now time.Time) {
 	for _, a := range ep.snapshot() {
-		a.refused(err)
+		a.refused(now)
 	}
 }
 
@@ -245,8 +250,10 @@ func (ep *endpoint) release() {
 // GSO, each run of equal-size datagrams (the last of a run may be shorter)
 // goes as one message. It returns how many datagrams the socket refused (a
 // full socket buffer, a vanished route): they count as losses, which the
-// engines recover from.
-func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed uint64) {
+// engines recover from. refused reports that a connected socket failed a
+// send with syscall.ECONNREFUSED: an ICMP port unreachable from the peer,
+// reported by this send rather than by the next read.
+func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed uint64, refused bool) {
 	if ep.connected {
 		to = nil
 	}
@@ -260,6 +267,7 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 			}
 			if err != nil {
 				failed++
+				refused = refused || ep.connected && errors.Is(err, syscall.ECONNREFUSED)
 			}
 			bufs = bufs[1:]
 			continue
@@ -282,9 +290,10 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 			continue
 		}
 		failed += uint64(len(ms[n].Buffers))
+		refused = refused || ep.connected && errors.Is(err, syscall.ECONNREFUSED)
 		bufs = bufs[len(ms[n].Buffers):]
 	}
-	return failed
+	return failed, refused
 }
 
 // maxSegments is the most datagrams one GSO message may carry.

@@ -11,7 +11,9 @@ import (
 )
 
 // Errors returned by conns and listeners, to be matched with errors.Is.
-// Most reach the caller wrapped in a *net.OpError.
+// Most reach the caller wrapped in a *net.OpError. Besides these, a dialed
+// conn whose peer's port answers ICMP port unreachable fails with an error
+// matching syscall.ECONNREFUSED (see the package doc, "A vanished peer").
 var (
 	// ErrReset: the peer aborted the connection, restarted, or closed while
 	// data was still arriving; or the local side gave up on a close.

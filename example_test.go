@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 
 	"github.com/rudpkit/rudp"
 )
@@ -42,6 +43,38 @@ func Example() {
 	}
 	fmt.Println(string(reply))
 	// Output: hello over rudp
+}
+
+// net/http over rudp streams: an http.Server serves on a rudp Listener,
+// and an http.Client dials through a rudp Dialer. The Transport passes
+// "tcp" to DialContext, which rudp takes as "udp".
+func Example_http() {
+	ln, err := rudp.Listen("udp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello over rudp, %s %s", r.Method, r.URL.Path)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	client := &http.Client{Transport: &http.Transport{DialContext: (&rudp.Dialer{}).DialContext}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get("http://" + ln.Addr().String() + "/greeting")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(resp.Status)
+	fmt.Println(string(body))
+	// Output:
+	// 200 OK
+	// hello over rudp, GET /greeting
 }
 
 // Message conns carry the protocol's own messages: here POROUS messages

@@ -37,7 +37,8 @@ type Listener struct{ listener[*Conn] }
 var _ net.Listener = (*Listener)(nil)
 
 // Listen listens for rudp streams on the UDP address address, with the
-// default Config. network is "udp", "udp4" or "udp6".
+// default Config. network is "udp", "udp4" or "udp6"; as for Dial, "tcp",
+// "tcp4" and "tcp6" are taken as those.
 func Listen(network, address string) (net.Listener, error) {
 	var lc ListenConfig
 	return lc.Listen(context.Background(), network, address)
@@ -50,10 +51,10 @@ type ListenConfig struct {
 }
 
 // Listen listens for rudp streams on a new UDP socket bound to address.
-// network is "udp", "udp4" or "udp6". ctx bounds the bind only. The
-// listener is a *Listener.
+// network is "udp", "udp4" or "udp6", or "tcp", "tcp4", "tcp6" taken as
+// those. ctx bounds the bind only. The listener is a *Listener.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
-	cfg, pc, err := listenSocket(ctx, lc.Config, network, address)
+	cfg, pc, err := listenSocket(ctx, lc.Config, streamNetwork(network), address)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +161,17 @@ func (l *listener[T]) Stats() ListenerStats {
 
 // Addr returns the listener's local address.
 func (l *listener[T]) Addr() net.Addr { return l.ep.pc.LocalAddr() }
+
+// streamNetwork maps the TCP network names to the UDP ones, for streams:
+// a rudp stream stands in for a TCP connection. Message conns, which are
+// not byte streams, take the UDP names only.
+func streamNetwork(network string) string {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+		return "udp" + network[3:]
+	}
+	return network
+}
 
 // checkNetwork accepts the UDP network names.
 func checkNetwork(network string) error {

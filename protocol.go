@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
@@ -61,11 +62,12 @@ func (p Protocol) String() string {
 }
 
 // ParseProtocol returns the Protocol named s ("airhook", "porous",
-// "lludp"), as printed by Protocol.String. It returns an error wrapping
-// ErrUnknownProtocol for any other name.
+// "lludp"), as printed by Protocol.String, in any case ("POROUS" and
+// "Airhook" too). It returns an error wrapping ErrUnknownProtocol for any
+// other name.
 func ParseProtocol(s string) (Protocol, error) {
 	for _, p := range Protocols() {
-		if p.String() == s {
+		if strings.EqualFold(p.String(), s) {
 			return p, nil
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -67,7 +66,7 @@ func TestTLS(t *testing.T) {
 }
 
 // TestHTTP serves net/http on a rudp Listener and fetches through an
-// http.Transport that dials rudp.
+// http.Transport whose DialContext is a Dialer's, called with "tcp".
 func TestHTTP(t *testing.T) {
 	body := randomBytes(1<<20, 10)
 	mux := http.NewServeMux()
@@ -80,11 +79,7 @@ func TestHTTP(t *testing.T) {
 	defer srv.Close()
 
 	var d Dialer
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, "udp", addr)
-		},
-	}, Timeout: 30 * time.Second}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	url := "http://" + ln.Addr().String()
 

@@ -44,7 +44,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard) // run reports errors and usage itself
 	fs.Usage = func() {}
 
-	fs.Func("protocol", "wire protocol `NAME`: "+protocolNames()+" (default: the library's default)", func(s string) error {
+	fs.Func("protocol", "wire protocol `NAME`: "+protocolNames()+", in any case (default: the library's default)", func(s string) error {
 		p, err := rudp.ParseProtocol(s)
 		o.protocol = p
 		return err

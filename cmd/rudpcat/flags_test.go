@@ -75,6 +75,12 @@ func TestParseCommand(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, rudp.Protocol(0), o.protocol, "default: the library's")
 
+	for arg, want := range map[string]rudp.Protocol{"POROUS": rudp.POROUS, "Airhook": rudp.Airhook, "LLUDP": rudp.LLUDP} {
+		o, _, err = parseCommand(lookup(t, "dial"), []string{"--protocol", arg, "127.0.0.1:1"})
+		require.NoError(t, err, "--protocol takes any case")
+		require.Equal(t, want, o.protocol)
+	}
+
 	o, _, err = parseCommand(lookup(t, "recv"), []string{"-o", "out", "127.0.0.1:0"})
 	require.NoError(t, err)
 	require.Equal(t, "out", o.output)

@@ -1,0 +1,131 @@
+package rudp
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRefusalsRule: port unreachable reports end an open association only
+// when at least 3 of them, with no datagram from the peer in between, span
+// at least the RTO seen at the first.
+func TestRefusalsRule(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const rto = 200 * time.Millisecond
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+
+	var r refusals
+	require.False(t, r.add(at(0), rto))
+	require.False(t, r.add(at(rto), rto), "two reports are not enough, however far apart")
+	require.True(t, r.add(at(rto+time.Millisecond), rto))
+
+	r = refusals{}
+	for i := range 10 {
+		require.False(t, r.add(at(time.Duration(i)*rto/10), rto), "report %d: all within less than an RTO", i)
+	}
+	require.True(t, r.add(at(rto), 10*rto), "the RTO is the one seen at the first report")
+
+	r = refusals{}
+	require.False(t, r.add(at(0), rto))
+	require.False(t, r.add(at(rto/2), rto))
+	r.reset() // a datagram from the peer
+	require.False(t, r.add(at(rto), rto))
+	require.False(t, r.add(at(2*rto), rto), "two reports since the peer was heard")
+	require.True(t, r.add(at(2*rto), rto))
+}
+
+// TestRefusalsEndAssociation drives an open association's refusal path
+// with explicit times: reports within an RTO, or broken by a datagram from
+// the peer, leave it open; persistent ones end it with ECONNREFUSED.
+func TestRefusalsEndAssociation(t *testing.T) {
+	cfg := &Config{IdleTimeout: time.Minute}
+	c, _, ln := streamPair(t, cfg, links[0])
+	require.NoError(t, ln.ep.pc.Close()) // nothing comes from the peer any more
+	rto := c.Stats().RTO
+	require.Positive(t, rto)
+	t0 := time.Now()
+	over := func() bool {
+		c.a.mu.Lock()
+		defer c.a.mu.Unlock()
+		return c.a.over
+	}
+
+	for i := range 5 {
+		c.a.refused(t0.Add(time.Duration(i) * rto / 10))
+	}
+	require.False(t, over(), "all within less than an RTO")
+	c.a.input(t0.Add(rto/2), []byte{0xff}) // a datagram from the peer (rejected, but heard)
+	c.a.refused(t0.Add(rto))
+	c.a.refused(t0.Add(3 * rto))
+	require.False(t, over(), "two reports since the peer was heard")
+	c.a.refused(t0.Add(3 * rto))
+	require.True(t, over())
+
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err := c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	_, err = c.Write([]byte("x"))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+}
+
+// TestVanishedPeerRefused: over real loopback UDP, a dialed conn whose
+// peer's socket closes without a word fails with ECONNREFUSED from the
+// ICMP port unreachable its datagrams draw, long before the idle timeout
+// (one minute, more than the test's 20 s guard).
+func TestVanishedPeerRefused(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(p.String()+"/stream", func(t *testing.T) {
+			cfg := &Config{Protocol: p, IdleTimeout: time.Minute}
+			l, err := (&ListenConfig{Config: cfg}).Listen(context.Background(), "udp", "127.0.0.1:0")
+			require.NoError(t, err)
+			ln := l.(*Listener)
+			defer ln.Close()
+			nc, err := (&Dialer{Config: cfg}).Dial("udp", ln.Addr().String())
+			require.NoError(t, err)
+			c := nc.(*Conn)
+			defer c.Close()
+			s, err := ln.Accept()
+			require.NoError(t, err)
+			defer s.Close()
+
+			require.NoError(t, ln.ep.pc.Close()) // the peer vanishes
+			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+			buf := make([]byte, 1024)
+			for {
+				if _, err = c.Write(buf); err != nil {
+					break
+				}
+			}
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+			_, err = c.Read(buf)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+		})
+		t.Run(p.String()+"/message", func(t *testing.T) {
+			cfg := &Config{Protocol: p, IdleTimeout: time.Minute}
+			ln, err := ListenMessages("udp", "127.0.0.1:0", cfg)
+			require.NoError(t, err)
+			defer ln.Close()
+			c, err := DialMessages(context.Background(), "udp", ln.Addr().String(), cfg)
+			require.NoError(t, err)
+			defer c.Close()
+			s, err := ln.AcceptMessages()
+			require.NoError(t, err)
+			defer s.Close()
+
+			require.NoError(t, ln.ep.pc.Close()) // the peer vanishes
+			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+			m := Message{Data: make([]byte, 100), Number: testNumber(p)}
+			for {
+				if err = c.WriteMessage(m); err != nil {
+					break
+				}
+			}
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+			_, err = c.ReadMessage()
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+		})
+	}
+}
