@@ -270,3 +270,87 @@ func TestResetBacksOffRTO(t *testing.T) {
 	require.Equal(t, uint8(1), s.backoff, "losses for 8·RTO without an ack: reset, RTO doubled")
 	require.Equal(t, MaxFrameSize, s.cc.Window())
 }
+
+// sendFrame queues data as one Reliable packet and returns the Data frame
+// the session sends for it at p.now.
+func (p *fakePeer) sendFrame(data string) Frame {
+	p.t.Helper()
+	require.NoError(p.t, p.s.Send([]byte(data), engine.SendOptions{}))
+	fs := p.poll()
+	require.Len(p.t, fs, 1)
+	require.Len(p.t, fs[0].Messages, 1)
+	require.Equal(p.t, []byte(data), fs[0].Messages[0].Data)
+	return fs[0]
+}
+
+// ack hands the session a DataAck listing ids at p.now.
+func (p *fakePeer) ack(ids ...uint32) {
+	p.t.Helper()
+	f := Frame{Type: FrameDataAck, Acks: ids}
+	require.NoError(p.t, p.s.HandleDatagram(p.now, f.AppendTo(nil)))
+}
+
+// TestDataAckKarn: a DataAck of a frame sent once gives an RTT sample; of
+// a frame resent under the same frame_seq, none, as the ack may be of
+// either transmission (Karn's rule, RFC 6298 §3; package doc, RTT). The
+// pings of connected gave SRTT 1 ms, RTTVAR 0.5 ms; a 5 ms sample makes
+// them 7/8·1 + 1/8·5 = 1.5 ms and 3/4·0.5 + 1/4·|1 − 5| = 1.375 ms (RFC
+// 6298 §2.3). The resent frame, acknowledged 4 ms after its resend,
+// leaves them so (with that sample SRTT would be 1.8125 ms).
+func TestDataAckKarn(t *testing.T) {
+	p := newFakePeer(t, Config{})
+	s := p.s
+	require.Equal(t, time.Millisecond, s.Stats().SRTT)
+	require.Equal(t, 500*time.Microsecond, s.Stats().RTTVar)
+
+	f := p.sendFrame("once")
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.ack(f.Seq)
+	st := s.Stats()
+	require.Equal(t, 1500*time.Microsecond, st.SRTT)
+	require.Equal(t, 1375*time.Microsecond, st.RTTVar)
+	require.Equal(t, MinRTO, st.RTO, "1.5 + max(4 × 1.375, 1.5/2, 1) = 7 ms, raised to MinRTO")
+
+	f = p.sendFrame("twice")
+	p.now = p.now.Add(MinRTO)
+	require.Equal(t, []Frame{f}, p.poll(), "resent after the RTO, same frame_seq")
+	require.Equal(t, uint64(1), s.Stats().Retransmits)
+	p.now = p.now.Add(4 * time.Millisecond)
+	p.ack(f.Seq)
+	require.Zero(t, s.Pending())
+	st = s.Stats()
+	require.Equal(t, 1500*time.Microsecond, st.SRTT, "no sample from a resent frame")
+	require.Equal(t, 1375*time.Microsecond, st.RTTVar)
+}
+
+// TestDataAckRepeatedIDs: a DataAck may list an ID twice (the reference
+// sends such DataAcks, notes §4 bug 1) and a later DataAck may list it
+// again (this package repeats the previous DataAck's IDs). Each frame
+// counts once: its bytes leave the flight once and are delivered once
+// (package doc, DataAck).
+func TestDataAckRepeatedIDs(t *testing.T) {
+	p := newFakePeer(t, Config{})
+	s := p.s
+	delivered := s.Stats().Congestion.Delivered
+	f1 := p.sendFrame("first")
+	f2 := p.sendFrame("second")
+	n1, n2 := f1.Len(), f2.Len()
+	require.Equal(t, n1+n2, s.cc.InFlight())
+
+	p.ack(f2.Seq, f2.Seq)
+	require.Equal(t, n1, s.cc.InFlight())
+	require.Equal(t, delivered+uint64(n2), s.Stats().Congestion.Delivered)
+	require.Equal(t, 1, s.Pending())
+	require.Equal(t, 2, s.ring.n, "the second frame waits behind the first")
+
+	p.ack(f2.Seq)
+	require.Equal(t, n1, s.cc.InFlight())
+	require.Equal(t, delivered+uint64(n2), s.Stats().Congestion.Delivered, "an ID acknowledged before counts no more")
+
+	p.ack(f1.Seq, f2.Seq, f1.Seq)
+	require.Zero(t, s.cc.InFlight())
+	require.Equal(t, delivered+uint64(n1+n2), s.Stats().Congestion.Delivered)
+	require.Zero(t, s.Pending())
+	require.Zero(t, s.ring.n)
+	checkInvariants(t, s)
+}
