@@ -170,3 +170,25 @@ func TestZeroDecodeAppends(t *testing.T) {
 	_, err = ZeroDecode(nil, bytes.Repeat([]byte{0}, 40))
 	require.ErrorIs(t, err, engine.ErrMalformed, "40 × 00 = 39·256+1 zeros")
 }
+
+// TestZerocodedOnlyWhenShorter: the zerocoded form is kept only when
+// strictly shorter than the plain one (notes §1.3); the plain form then
+// goes out whole, whatever the encoder wrote before it gave up, and
+// AppendPacket writes nothing beyond the plain form's length.
+func TestZerocodedOnlyWhenShorter(t *testing.T) {
+	for _, c := range []struct {
+		body, want string
+	}{
+		{"0000", "000000000700" + "04" + "0000"},         // 04 00 02: as long
+		{"000000", "800000000700" + "04" + "0003"},       // 04 00 03: shorter
+		{"00010000", "000000000700" + "04" + "00010000"}, // 04 00 01 01 00 02: longer
+		{"0101010100", "000000000700" + "04" + "0101010100"},
+		{"01000000000000", "800000000700" + "04" + "01" + "0006"},
+	} {
+		p := Packet{Flags: FlagZerocoded, Seq: 7, Message: 4, Body: unhex(t, c.body)}
+		buf := make([]byte, 0, HeaderLen+1+len(p.Body))
+		wire := AppendPacket(buf, &p)
+		require.Equal(t, c.want, hexs(wire), c.body)
+		require.Equal(t, &buf[:1][0], &wire[0], "no allocation: the plain form fits")
+	}
+}
