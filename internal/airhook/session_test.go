@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,15 +58,6 @@ func idlePair(t *testing.T, cfgA, cfgB Config) *pair {
 
 // encode returns the wire form of pk.
 func encode(pk Packet) []byte { return pk.AppendTo(nil) }
-
-// hexes returns bs in hex.
-func hexes(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = hex.EncodeToString(b)
-	}
-	return out
-}
 
 func TestHandshakeWithoutData(t *testing.T) {
 	now := time.Unix(1, 0)
@@ -523,7 +515,7 @@ func TestRTTSampleKarn(t *testing.T) {
 		"0205000601036c617465", // seq 6, E 1: message 1, lost
 		"0205000602",           // seq 6, E 2: header repeat
 		"0206000702036c617465", // seq 7, E 2: resent as message 2, after B's report (its seq 6)
-	}, hexes(p.AB.Log))
+	}, enginetest.Hexes(p.AB.Log))
 
 	st := p.A.Stats()
 	require.Equal(t, uint64(1), st.Retransmits)

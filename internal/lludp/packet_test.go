@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,25 +55,13 @@ func randomPacket(rng *rand.Rand) Packet {
 		Message: numbers[rng.IntN(len(numbers))],
 	}
 	if rng.IntN(4) == 0 {
-		p.Extra = randomBytes(rng, rng.IntN(8))
+		p.Extra = enginetest.RandomBytes(rng, rng.IntN(8))
 	}
-	p.Body = randomBytes(rng, rng.IntN(1200))
+	p.Body = enginetest.RandomBytes(rng, rng.IntN(1200))
 	for range rng.IntN(4) * rng.IntN(70) {
 		p.Acks = append(p.Acks, rng.Uint32())
 	}
 	return p
-}
-
-func randomBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, 0, n)
-	for len(b) < n {
-		if rng.IntN(3) == 0 {
-			b = append(b, make([]byte, min(n-len(b), rng.IntN(600)))...)
-		} else {
-			b = append(b, byte(rng.Uint32()))
-		}
-	}
-	return b
 }
 
 // TestPacketRoundTrip: decode(encode(x)) == x for random packets, and the

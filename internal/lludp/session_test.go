@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -319,8 +320,8 @@ func TestPingPong(t *testing.T) {
 	// A: StartPingCheck seq 3 (seq 2 answered B's ping at 5.04 s),
 	// PingID 0, OldestUnacked 3: its own number, nothing is unacked. B
 	// answers at once with its seq 3.
-	require.Equal(t, []string{"000000000300" + "01" + "00" + "03000000"}, hexes(p.AB.Log))
-	require.Equal(t, []string{"0000000003000200"}, hexes(p.BA.Log))
+	require.Equal(t, []string{"000000000300" + "01" + "00" + "03000000"}, enginetest.Hexes(p.AB.Log))
+	require.Equal(t, []string{"0000000003000200"}, enginetest.Hexes(p.BA.Log))
 	st := p.A.Stats()
 	require.Equal(t, 100*ms, st.SRTT, "the first sample, 40 ms, replaces the initial 1 s, within 100 ms..2 s")
 	require.Equal(t, time.Second, st.RTO, "5 × 100 ms, raised to RTOMin")
@@ -393,14 +394,6 @@ func TestAveragedPing(t *testing.T) {
 		require.Equal(t, c.avg, st.SRTT, "sample %d: %v", i, c.rtt)
 		require.Equal(t, max(time.Second, 5*c.avg), st.RTO)
 	}
-}
-
-func hexes(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = hex.EncodeToString(b)
-	}
-	return out
 }
 
 func TestPingFloorFromOldestUnacked(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -198,47 +199,28 @@ func TestRandomDatagrams(t *testing.T) {
 	// Garbage that a peer could legitimately use to end the session
 	// (Disconnect, a foreign ConnectAck) is left out: the frames are
 	// Ping, PingAck, Data and DataAck, random or mutated from real ones.
-	var seen [][]byte
-	mutate := func() []byte {
-		if len(seen) == 0 || rng.IntN(4) == 0 {
-			b := make([]byte, rng.IntN(60))
-			for i := range b {
-				b[i] = byte(rng.Uint32())
-			}
+	g := &enginetest.Garbage{
+		Rng:    rng,
+		MaxLen: 60,
+		Shape: func(b []byte) {
 			if len(b) > 0 {
-				b[0] = 4 + b[0]%4
+				b[0] = byte(FramePing) + b[0]%4
 			}
-			return b
-		}
-		b := append([]byte(nil), seen[rng.IntN(len(seen))]...)
-		for range 1 + rng.IntN(3) {
-			if len(b) > 1 {
-				b[1+rng.IntN(len(b)-1)] ^= byte(1 << rng.IntN(8))
-			}
-		}
-		return b
+		},
+		Keep:  func(b []byte) bool { return b[0] >= byte(FramePing) },
+		Fixed: 1, // the frame type
 	}
-	for range 5_000 {
+	p.Garble(g, 5_000, func() {
 		if rng.IntN(3) == 0 {
 			_ = p.A.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
 			_ = p.B.Send(make([]byte, rng.IntN(3000)), engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
 		}
-		for _, l := range []*link{&p.AB, &p.BA} {
-			if len(l.Queue) > 0 && len(seen) < 512 && l.Queue[0].Data[0] >= byte(FramePing) {
-				seen = append(seen, l.Queue[0].Data)
-			}
-		}
-		p.Now = p.Now.Add(time.Millisecond)
-		_ = p.A.HandleDatagram(p.Now, mutate())
-		_ = p.B.HandleDatagram(p.Now, mutate())
-		if !p.Step() {
-			p.Now = p.Now.Add(time.Second)
-		}
+	}, func() {
 		recvAll(p.A)
 		recvAll(p.B)
 		checkInvariants(t, p.A)
 		checkInvariants(t, p.B)
-	}
+	})
 	t.Logf("a: %v %+v", p.A.State(), p.A.Stats())
 	t.Logf("b: %v %+v", p.B.State(), p.B.Stats())
 	require.Equal(t, engine.StateEstablished, p.A.State())
