@@ -2,15 +2,14 @@ package rudp
 
 import (
 	"context"
-	"errors"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
+	"os"
 	"testing"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/airhook"
-	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/stretchr/testify/require"
 )
@@ -144,57 +143,77 @@ func TestMessageBackpressure(t *testing.T) {
 	require.Len(t, seen, count)
 }
 
-// TestMessageConnSpeaksPlainAirhook: a peer that is nothing but an Airhook
-// engine on a raw UDP socket exchanges messages with a MessageConn, so
-// nothing rudp-specific is on the wire.
-func TestMessageConnSpeaksPlainAirhook(t *testing.T) {
-	raw, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer raw.Close()
-	peer, err := airhook.New(time.Now(), airhook.Config{Session: 0x0d0d0d0d})
-	require.NoError(t, err)
-	require.NoError(t, peer.Send([]byte("from the reference"), engine.SendOptions{}))
+// fill is an io.Reader of endless copies of one byte.
+type fill byte
 
-	delivered := make(chan string, 8)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() { // the plain Airhook peer, driven by hand
-		buf, out := make([]byte, 2048), make([]byte, 1500)
-		var addr net.Addr
+func (b fill) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+// TestMessageConnAnswersAirhookReference: a raw UDP socket replays what
+// the Airhook reference's endpoint A sent in scenario 1 of the captured
+// vectors (internal/airhook/testdata/airhook.json, from wtanaka/airhook at
+// f5a18bd) to a listener whose session ID is the capture's B. The
+// MessageConn answers byte for byte what the reference's B answered and
+// delivers A's messages, so nothing rudp-specific is on the wire.
+func TestMessageConnAnswersAirhookReference(t *testing.T) {
+	b, err := os.ReadFile("internal/airhook/testdata/airhook.json")
+	require.NoError(t, err)
+	var vec struct {
+		Packets []struct{ ID, Hex string }
+	}
+	require.NoError(t, json.Unmarshal(b, &vec))
+	captured := map[string]string{}
+	for _, p := range vec.Packets {
+		captured[p.ID] = p.Hex
+	}
+
+	raw := udpSocket(t, nil, 0)
+	defer raw.Close()
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: Airhook, Rand: fill(0x0b)})
+	defer ln.Close()
+	buf := make([]byte, 2048)
+	var last string
+	send := func(h string) {
+		t.Helper()
+		d, err := hex.DecodeString(h)
+		require.NoError(t, err)
+		_, err = raw.WriteTo(d, ln.Addr())
+		require.NoError(t, err)
+	}
+	// recv returns the next datagram from the listener that is not a
+	// repeat of the previous one (a timer may repeat a header).
+	recv := func() string {
+		t.Helper()
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_ = raw.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-			n, from, err := raw.ReadFrom(buf)
-			now := time.Now()
-			if err == nil {
-				addr = from
-				_ = peer.HandleDatagram(now, buf[:n])
-				for m, ok := peer.Recv(); ok; m, ok = peer.Recv() {
-					delivered <- string(m.Data)
-				}
-			} else if !errors.Is(err, errTimeout) {
-				return
-			}
-			for k := peer.Poll(now, out); k > 0 && addr != nil; k = peer.Poll(now, out) {
-				_, _ = raw.WriteTo(out[:k], addr)
+			require.NoError(t, raw.SetReadDeadline(time.Now().Add(10*time.Second)))
+			n, _, err := raw.ReadFrom(buf)
+			require.NoError(t, err)
+			if h := hex.EncodeToString(buf[:n]); h != last {
+				last = h
+				return h
 			}
 		}
-	}()
-
-	c := ClientMessages(udpSocket(t, nil, 0), raw.LocalAddr(), &Config{Protocol: Airhook})
-	defer c.Close()
-	require.NoError(t, c.WriteMessage(Message{Data: []byte("to the reference")}))
-	m, err := c.ReadMessage()
-	require.NoError(t, err)
-	require.Equal(t, "from the reference", string(m.Data))
-	select {
-	case got := <-delivered:
-		require.Equal(t, "to the reference", got)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Airhook peer got nothing")
 	}
+	send(captured["P1"]) // A: its session ID
+	require.Equal(t, captured["P2"], recv(), "B: O+S, the session push")
+	send(captured["P3"]) // A: O+S and two messages
+	require.Equal(t, captured["P4"], recv(), "B: confirms A's packet 2")
+
+	c, err := ln.AcceptMessages()
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	for _, want := range []string{"hello", "world"} {
+		m, err := c.ReadMessage()
+		require.NoError(t, err)
+		require.Equal(t, want, string(m.Data))
+	}
+	// The other way: seq 4, observed 2, E 0 omitted, message 'x'.
+	require.NoError(t, c.WriteMessage(Message{Data: []byte("x")}))
+	require.Equal(t, "000200040078", recv())
+	send("0204000302") // A confirms it: seq 3, observed 4, E 2
 }

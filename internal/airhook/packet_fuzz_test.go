@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,17 +32,6 @@ func FuzzAirhookPacket(f *testing.F) {
 		require.Equal(t, p, q)
 		require.Equal(t, wire, q.AppendTo(nil))
 	})
-}
-
-// splitDatagrams cuts b into datagrams, each prefixed by its length octet.
-func splitDatagrams(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := min(int(b[0]), len(b)-1)
-		out = append(out, b[1:1+n])
-		b = b[1+n:]
-	}
-	return out
 }
 
 // checkInvariants verifies the bookkeeping of s.
@@ -70,28 +60,22 @@ func checkInvariants(t *testing.T, s *Session) {
 // pollChecked polls s until nothing is due, checking every datagram.
 func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
 	t.Helper()
-	for range 1000 {
-		n := s.Poll(now, buf)
-		if n == 0 {
-			return
-		}
-		require.LessOrEqual(t, n, s.cfg.MaxDatagram)
+	enginetest.PollChecked(t, s, now, buf, func(b []byte) {
+		require.LessOrEqual(t, len(b), s.cfg.MaxDatagram)
 		var p Packet
-		require.NoError(t, Decode(buf[:n], &p))
-	}
-	t.Fatal("Poll keeps returning datagrams")
+		require.NoError(t, Decode(b, &p))
+	})
 }
 
 // FuzzSession feeds arbitrary datagrams to a session that has completed
 // its handshake with a constructed peer and has messages in flight.
 func FuzzSession(f *testing.F) {
-	var seed []byte
+	var vectors [][]byte
 	for _, h := range allVectorHex(loadVectors(f)) {
-		b := unhex(f, h)
-		if len(b) < 256 {
-			seed = append(append(seed, byte(len(b))), b...)
-			f.Add(seed)
-		}
+		vectors = append(vectors, unhex(f, h))
+	}
+	for _, seed := range enginetest.Seeds(vectors) {
+		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		now := time.Unix(1, 0)
@@ -100,7 +84,7 @@ func FuzzSession(f *testing.F) {
 			require.NoError(t, c.Send([]byte{byte(i)}, engine.SendOptions{}))
 		}
 		pollChecked(t, c, now, buf)
-		for _, d := range splitDatagrams(b) {
+		for _, d := range enginetest.SplitDatagrams(b) {
 			now = now.Add(100 * time.Millisecond)
 			_ = c.HandleDatagram(now, d)
 			checkInvariants(t, c)
@@ -116,44 +100,18 @@ func FuzzSession(f *testing.F) {
 func TestRandomDatagrams(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	p := newPair(t, Config{Session: idA, MaxQueued: 64}, Config{Session: idB, RejectNewPeerSession: true}, 5*time.Millisecond, 0.2, 9)
-	var seen [][]byte
-	mutate := func() []byte {
-		if len(seen) == 0 || rng.IntN(4) == 0 {
-			b := make([]byte, rng.IntN(40))
-			for i := range b {
-				b[i] = byte(rng.Uint32())
-			}
-			return b
-		}
-		b := append([]byte(nil), seen[rng.IntN(len(seen))]...)
-		for range 1 + rng.IntN(3) {
-			if len(b) > 0 {
-				b[rng.IntN(len(b))] ^= byte(1 << rng.IntN(8))
-			}
-		}
-		return b
-	}
-	for range 5_000 {
+	g := &enginetest.Garbage{Rng: rng, MaxLen: 40}
+	p.Garble(g, 5_000, func() {
 		if rng.IntN(3) == 0 {
 			_ = p.A.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
 			_ = p.B.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{})
 		}
-		for _, l := range []*link{&p.AB, &p.BA} {
-			if len(l.Queue) > 0 && len(seen) < 512 {
-				seen = append(seen, l.Queue[0].Data)
-			}
-		}
-		p.Now = p.Now.Add(time.Millisecond)
-		_ = p.A.HandleDatagram(p.Now, mutate())
-		_ = p.B.HandleDatagram(p.Now, mutate())
-		if !p.Step() {
-			p.Now = p.Now.Add(time.Second)
-		}
+	}, func() {
 		drain(p.A)
 		drain(p.B)
 		checkInvariants(t, p.A)
 		checkInvariants(t, p.B)
-	}
+	})
 	t.Logf("a: %+v", p.A.Stats())
 	t.Logf("b: %+v", p.B.Stats())
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -328,19 +329,35 @@ func TestPeerRestartRejectedWhenConfigured(t *testing.T) {
 	require.Zero(t, p.A.Stats().PeerRestarts)
 }
 
-func TestWindowFullHeaderRepeat(t *testing.T) {
-	// G keeps sending data but never confirms beyond C's octet 2; C
-	// confirms each packet with a new one up to seq 2+255 = 0x0101, then
-	// only repeats its last header (notes §3.7).
-	now := time.Unix(1, 0)
+// fullWindow returns C established with G (see handshakeWithG) after G
+// sent packets 2..0xff, each with one message, but never confirmed beyond
+// C's octet 2; C confirms each packet with a new one up to seq 2+255 =
+// 0x0101 and has no sequence number left (notes §3.7). G's last packet
+// skips skip message numbers, which C's packet 0x0101 reports missed.
+func fullWindow(t *testing.T, now time.Time, skip uint8) (*Session, []byte) {
+	t.Helper()
 	c, buf := handshakeWithG(t, now)
 	for seq := 2; seq <= 0xff; seq++ {
+		next, want := uint8(seq-1), Packet{Seq: uint16(seq + 2), ObservedSeq: uint8(seq)}
+		if seq == 0xff {
+			next += skip
+			for i := range skip {
+				want.Missed = append(want.Missed, uint8(seq-1)+i)
+			}
+		}
 		require.NoError(t, c.HandleDatagram(now, encode(Packet{
-			Seq: uint16(seq), ObservedSeq: 2, Next: uint8(seq - 1), Messages: [][]byte{{byte(seq)}},
+			Seq: uint16(seq), ObservedSeq: 2, Next: next, Messages: [][]byte{{byte(seq)}},
 		})))
 		n := c.Poll(now, buf)
-		require.Equal(t, encode(Packet{Seq: uint16(seq + 2), ObservedSeq: uint8(seq)}), buf[:n], "seq %d", seq)
+		require.Equal(t, encode(want), buf[:n], "seq %d", seq)
 	}
+	return c, buf
+}
+
+func TestWindowFullHeaderRepeat(t *testing.T) {
+	// With the window full, C only repeats its last header (notes §3.7).
+	now := time.Unix(1, 0)
+	c, buf := fullWindow(t, now, 0)
 	require.NoError(t, c.Send([]byte("d"), engine.SendOptions{}))
 	// From now on each G packet is answered only by a header repeat of
 	// seq 0x0101, one RTO after C's last transmission. The first carries
@@ -363,6 +380,26 @@ func TestWindowFullHeaderRepeat(t *testing.T) {
 	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: 0x103, ObservedSeq: 0x01, Next: 3})))
 	n := c.Poll(now, buf)
 	require.Equal(t, "000301020064", hex.EncodeToString(buf[:n]))
+}
+
+// TestHeaderRepeatTrimsLateMissed: C's newest packet 0x0101 reported
+// message 0xfe missed. G's next packet skips 0 and 1: C lists them missed
+// too, but with no sequence number left it can only repeat the header of
+// 0x0101, which carries the missed list as it was when 0x0101 was sent
+// (notes §3.6; wtanaka/airhook at f5a18bd, protocol.c, airhook_transmit:
+// a header repeat leaves out the missed entries in [last->unseen,
+// current.unseen)), not the later entries 0 and 1, which G would not
+// accept at the end of the list (it acts on the list from its last entry
+// and stops at the first one it did not send in the packets confirmed).
+func TestHeaderRepeatTrimsLateMissed(t *testing.T) {
+	now := time.Unix(1, 0)
+	c, buf := fullWindow(t, now, 1)
+	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: 0x100, ObservedSeq: 2, Next: 2, Messages: [][]byte{{2}}})))
+	require.Equal(t, []uint8{0xfe, 0, 1}, c.missed[:c.nMissed])
+	require.Zero(t, c.Poll(now, buf), "no sequence number left: wait for the timer")
+	now = now.Add(time.Second)
+	n := c.Poll(now, buf)
+	require.Equal(t, "04ff010100fe", hex.EncodeToString(buf[:n]), "header repeat of 0x0101: missed list [0xfe]")
 }
 
 func TestMissedListCapped(t *testing.T) {
@@ -445,6 +482,46 @@ func TestRTTSample(t *testing.T) {
 	require.Equal(t, 20*time.Millisecond, st.SRTT, "one message, answered at once over 10 ms links")
 	require.Equal(t, 10*time.Millisecond, st.RTTVar)
 	require.Equal(t, 60*time.Millisecond, st.RTO)
+}
+
+// TestRTTSampleKarn: the packet carrying a message is lost; one RTO later
+// its header is repeated, and the peer's confirmation of that sequence
+// number gives no RTT sample (Karn's rule, RFC 6298 §3: the confirmation
+// may be of either transmission) but clears the back-off. The message is
+// reported missed, resent under a new number and confirmed one round
+// trip later: that packet went out once and gives the only sample, 20 ms,
+// so SRTT stays 20 ms and RTTVAR becomes 3/4 · 10 ms (RFC 6298 §2.3).
+// Sampled from the repeated packet, 80 ms after it was first sent, SRTT
+// would be 27.5 ms.
+func TestRTTSampleKarn(t *testing.T) {
+	p := idlePair(t, Config{Session: idA}, Config{Session: idB})
+	lost := false
+	p.AB.Drop = func(b []byte) bool {
+		var pk Packet
+		if lost || Decode(b, &pk) != nil || len(pk.Messages) == 0 {
+			return false
+		}
+		lost = true
+		return true
+	}
+	p.AB.Log = nil
+	start := p.Now
+	require.NoError(t, p.A.Send([]byte("late"), engine.SendOptions{}))
+	p.RunUntil(100, func() bool { return p.A.Pending() == 0 })
+	require.Equal(t, []string{"late"}, drain(p.B))
+	require.Equal(t, start.Add(100*time.Millisecond), p.Now, "lost at 0, header repeat at 60 ms, resent at 80 ms, confirmed at 100 ms")
+
+	require.Equal(t, []string{
+		"0205000601036c617465", // seq 6, E 1: message 1, lost
+		"0205000602",           // seq 6, E 2: header repeat
+		"0206000702036c617465", // seq 7, E 2: resent as message 2, after B's report (its seq 6)
+	}, enginetest.Hexes(p.AB.Log))
+
+	st := p.A.Stats()
+	require.Equal(t, uint64(1), st.Retransmits)
+	require.Equal(t, 20*time.Millisecond, st.SRTT)
+	require.Equal(t, 7500*time.Microsecond, st.RTTVar)
+	require.Equal(t, 50*time.Millisecond, st.RTO, "SRTT + 4 RTTVAR, back-off cleared")
 }
 
 func TestCloseGraceful(t *testing.T) {

@@ -3,6 +3,7 @@ package lludp
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/rudpkit/rudp/internal/engine"
 )
@@ -160,20 +161,21 @@ func AppendPacket(b []byte, p *Packet) []byte {
 	var num [4]byte
 	nl := PutNumber(num[:], p.Message)
 	encoded := false
-	if p.Flags&FlagZerocoded != 0 {
-		var c zeroCounter
-		c.add(num[:nl])
-		c.add(extra)
-		c.add(p.Body)
-		encoded = c.total() < nl+len(extra)+len(p.Body)
+	if plain := nl + len(extra) + len(p.Body); p.Flags&FlagZerocoded != 0 {
+		// Kept only if strictly shorter than the plain form: the encoder
+		// gets plain − 1 bytes.
+		b = slices.Grow(b, plain)
+		z := zeroEncoder{out: b[len(b) : len(b)+plain-1]}
+		z.add(num[:nl])
+		z.add(extra)
+		z.add(p.Body)
+		z.flush()
+		if encoded = !z.over; encoded {
+			b = b[:len(b)+z.n]
+			flags |= FlagZerocoded
+		}
 	}
-	if encoded {
-		var z zeroEncoder
-		b = z.add(b, num[:nl])
-		b = z.add(b, extra)
-		b = z.flush(z.add(b, p.Body))
-		flags |= FlagZerocoded
-	} else {
+	if !encoded {
 		b = append(b, num[:nl]...)
 		b = append(b, extra...)
 		b = append(b, p.Body...)

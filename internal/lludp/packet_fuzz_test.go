@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -115,39 +116,22 @@ func checkInvariants(t *testing.T, s *Session) {
 // pollChecked polls s until nothing is due, checking every datagram.
 func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
 	t.Helper()
-	for range 10_000 {
-		n := s.Poll(now, buf)
-		if n == 0 {
-			return
-		}
-		require.LessOrEqual(t, n, s.cfg.MaxDatagram)
+	enginetest.PollChecked(t, s, now, buf, func(b []byte) {
+		require.LessOrEqual(t, len(b), s.cfg.MaxDatagram)
 		var p Packet
-		require.NoError(t, ParsePacket(buf[:n], &p, nil))
-	}
-	t.Fatal("Poll keeps returning datagrams")
-}
-
-// splitDatagrams cuts b into datagrams, each prefixed by its length byte.
-func splitDatagrams(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := min(int(b[0]), len(b)-1)
-		out = append(out, b[1:1+n])
-		b = b[1+n:]
-	}
-	return out
+		require.NoError(t, ParsePacket(b, &p, nil))
+	})
 }
 
 // FuzzSession feeds arbitrary datagrams to a server with an open circuit
 // and messages in flight.
 func FuzzSession(f *testing.F) {
-	var seed []byte
+	var vectors [][]byte
 	for _, h := range allVectorHex(loadVectors(f)) {
-		b := unhex(f, h)
-		if len(b) < 256 {
-			seed = append(append(seed, byte(len(b))), b...)
-			f.Add(seed)
-		}
+		vectors = append(vectors, unhex(f, h))
+	}
+	for _, seed := range enginetest.Seeds(vectors) {
+		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := openServer(t, Config{MaxQueued: 8})
@@ -157,7 +141,7 @@ func FuzzSession(f *testing.F) {
 			require.NoError(t, s.Send([]byte{byte(i), 0, 0}, engine.SendOptions{MessageNumber: 9, Delivery: engine.Delivery(i % 2)}))
 		}
 		pollChecked(t, s, now, buf)
-		for _, d := range splitDatagrams(b) {
+		for _, d := range enginetest.SplitDatagrams(b) {
 			now = now.Add(700 * time.Millisecond)
 			_ = s.HandleDatagram(now, d)
 			checkInvariants(t, s)
@@ -173,40 +157,18 @@ func FuzzSession(f *testing.F) {
 func TestRandomDatagrams(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	p := newPair(t, Config{MaxQueued: 64, ResendLimit: -1}, Config{RejectNewPeerSession: true, ResendLimit: -1}, 5*ms, 0.2, 9)
-	var seen [][]byte
-	mutate := func() []byte {
-		if len(seen) == 0 || rng.IntN(4) == 0 {
-			return randomBytes(rng, rng.IntN(40))
-		}
-		b := append([]byte(nil), seen[rng.IntN(len(seen))]...)
-		for range 1 + rng.IntN(3) {
-			if len(b) > 0 {
-				b[rng.IntN(len(b))] ^= byte(1 << rng.IntN(8))
-			}
-		}
-		return b
-	}
-	for range 5_000 {
+	g := &enginetest.Garbage{Rng: rng, MaxLen: 40}
+	p.Garble(g, 5_000, func() {
 		if rng.IntN(3) == 0 {
 			_ = p.A.Send([]byte{byte(rng.Uint32())}, rel)
 			_ = p.B.Send([]byte{byte(rng.Uint32())}, unrel)
 		}
-		for _, l := range []*link{&p.AB, &p.BA} {
-			if len(l.Queue) > 0 && len(seen) < 512 {
-				seen = append(seen, l.Queue[0].Data)
-			}
-		}
-		p.Now = p.Now.Add(time.Millisecond)
-		_ = p.A.HandleDatagram(p.Now, mutate())
-		_ = p.B.HandleDatagram(p.Now, mutate())
-		if !p.Step() {
-			p.Now = p.Now.Add(time.Second)
-		}
+	}, func() {
 		drain(p.A)
 		drain(p.B)
 		checkInvariants(t, p.A)
 		checkInvariants(t, p.B)
-	}
+	})
 	t.Logf("a: %v %v %+v", p.A.State(), p.A.Err(), p.A.Stats())
 	t.Logf("b: %v %v %+v", p.B.State(), p.B.Err(), p.B.Stats())
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,25 +55,13 @@ func randomPacket(rng *rand.Rand) Packet {
 		Message: numbers[rng.IntN(len(numbers))],
 	}
 	if rng.IntN(4) == 0 {
-		p.Extra = randomBytes(rng, rng.IntN(8))
+		p.Extra = enginetest.RandomBytes(rng, rng.IntN(8))
 	}
-	p.Body = randomBytes(rng, rng.IntN(1200))
+	p.Body = enginetest.RandomBytes(rng, rng.IntN(1200))
 	for range rng.IntN(4) * rng.IntN(70) {
 		p.Acks = append(p.Acks, rng.Uint32())
 	}
 	return p
-}
-
-func randomBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, 0, n)
-	for len(b) < n {
-		if rng.IntN(3) == 0 {
-			b = append(b, make([]byte, min(n-len(b), rng.IntN(600)))...)
-		} else {
-			b = append(b, byte(rng.Uint32()))
-		}
-	}
-	return b
 }
 
 // TestPacketRoundTrip: decode(encode(x)) == x for random packets, and the
@@ -169,4 +158,26 @@ func TestZeroDecodeAppends(t *testing.T) {
 	require.Equal(t, []byte{'x', 0, 1, 1}, ZeroEncode([]byte{'x'}, []byte{0, 1}))
 	_, err = ZeroDecode(nil, bytes.Repeat([]byte{0}, 40))
 	require.ErrorIs(t, err, engine.ErrMalformed, "40 × 00 = 39·256+1 zeros")
+}
+
+// TestZerocodedOnlyWhenShorter: the zerocoded form is kept only when
+// strictly shorter than the plain one (notes §1.3); the plain form then
+// goes out whole, whatever the encoder wrote before it gave up, and
+// AppendPacket writes nothing beyond the plain form's length.
+func TestZerocodedOnlyWhenShorter(t *testing.T) {
+	for _, c := range []struct {
+		body, want string
+	}{
+		{"0000", "000000000700" + "04" + "0000"},         // 04 00 02: as long
+		{"000000", "800000000700" + "04" + "0003"},       // 04 00 03: shorter
+		{"00010000", "000000000700" + "04" + "00010000"}, // 04 00 01 01 00 02: longer
+		{"0101010100", "000000000700" + "04" + "0101010100"},
+		{"01000000000000", "800000000700" + "04" + "01" + "0006"},
+	} {
+		p := Packet{Flags: FlagZerocoded, Seq: 7, Message: 4, Body: unhex(t, c.body)}
+		buf := make([]byte, 0, HeaderLen+1+len(p.Body))
+		wire := AppendPacket(buf, &p)
+		require.Equal(t, c.want, hexs(wire), c.body)
+		require.Equal(t, &buf[:1][0], &wire[0], "no allocation: the plain form fits")
+	}
 }

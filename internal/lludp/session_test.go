@@ -2,12 +2,14 @@ package lludp
 
 import (
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -318,8 +320,8 @@ func TestPingPong(t *testing.T) {
 	// A: StartPingCheck seq 3 (seq 2 answered B's ping at 5.04 s),
 	// PingID 0, OldestUnacked 3: its own number, nothing is unacked. B
 	// answers at once with its seq 3.
-	require.Equal(t, []string{"000000000300" + "01" + "00" + "03000000"}, hexes(p.AB.Log))
-	require.Equal(t, []string{"0000000003000200"}, hexes(p.BA.Log))
+	require.Equal(t, []string{"000000000300" + "01" + "00" + "03000000"}, enginetest.Hexes(p.AB.Log))
+	require.Equal(t, []string{"0000000003000200"}, enginetest.Hexes(p.BA.Log))
 	st := p.A.Stats()
 	require.Equal(t, 100*ms, st.SRTT, "the first sample, 40 ms, replaces the initial 1 s, within 100 ms..2 s")
 	require.Equal(t, time.Second, st.RTO, "5 × 100 ms, raised to RTOMin")
@@ -358,12 +360,40 @@ func TestPingPong(t *testing.T) {
 	require.Equal(t, 10*time.Second, p.A.Stats().RTO, "5 × 2 s")
 }
 
-func hexes(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = hex.EncodeToString(b)
+// TestAveragedPing pins the viewer's averaged ping (secondlife/viewer at
+// d6d453b, indra/llmessage/llcircuit.cpp, LLCircuitData::setPingDelay:
+// avg = max(ping, avg), then avg = (1 − α)·avg + α·ping with
+// LL_AVERAGED_PING_ALPHA = 0.2, clamped to [LL_AVERAGED_PING_MIN,
+// LL_AVERAGED_PING_MAX] = [100, 2000] ms, llcircuit.h), the first sample
+// replacing the initial value (package doc). A sample below the average
+// moves it by a fifth of the difference; one above raises it to the
+// sample. The resend timeout is 5 × the average within [1 s, 10 s].
+func TestAveragedPing(t *testing.T) {
+	s := openServer(t)
+	for i, c := range []struct {
+		rtt, avg time.Duration
+	}{
+		{500 * ms, 500 * ms},   // the first sample
+		{200 * ms, 440 * ms},   // 0.8·500 + 0.2·200
+		{100 * ms, 372 * ms},   // 0.8·440 + 0.2·100
+		{800 * ms, 800 * ms},   // max(800, 372) = 800
+		{50 * ms, 650 * ms},    // 0.8·800 + 0.2·50
+		{3000 * ms, 2000 * ms}, // 3 s, clamped to 2 s
+	} {
+		at := t0.Add(time.Duration(i+1) * DefaultKeepAlive)
+		var ping string
+		for out := poll(t, s, at); out != ""; out = poll(t, s, at) {
+			if out[12:14] == "01" { // StartPingCheck
+				ping = out
+			}
+		}
+		require.NotEmpty(t, ping, "ping %d due", i)
+		require.Equal(t, fmt.Sprintf("%02x", i), ping[14:16], "PingID %d", i)
+		require.NoError(t, s.HandleDatagram(at.Add(c.rtt), encode(Packet{Seq: uint32(2 + i), Message: CompletePingCheck, Body: []byte{byte(i)}})))
+		st := s.Stats()
+		require.Equal(t, c.avg, st.SRTT, "sample %d: %v", i, c.rtt)
+		require.Equal(t, max(time.Second, 5*c.avg), st.RTO)
 	}
-	return out
 }
 
 func TestPingFloorFromOldestUnacked(t *testing.T) {

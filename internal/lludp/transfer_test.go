@@ -2,88 +2,28 @@ package lludp
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
-// flow feeds numbered messages of random length and number into one
-// session and counts what the other side delivers.
-type flow struct {
-	tag       string
-	total     int
-	sent      int
-	rng       *rand.Rand
-	want, got map[string]int
-	received  int
-	numbers   map[string]uint32
-}
-
-func newFlow(tag string, total int, seed uint64) *flow {
-	return &flow{
-		tag:     tag,
-		total:   total,
-		rng:     rand.New(rand.NewPCG(seed, 3)),
-		want:    map[string]int{},
-		got:     map[string]int{},
-		numbers: map[string]uint32{},
-	}
-}
-
 var flowNumbers = []uint32{4, 12, 0xFF06, 0xFFF0, TestMessage, 0xFFFF0183, StreamMessage, 0xFFFFFFFA}
 
-// feed sends messages until the queue is full or all are sent.
-func (f *flow) feed(t testing.TB, s *Session) {
-	for f.sent < f.total {
-		m := fmt.Appendf(nil, "%s#%05d:", f.tag, f.sent)
-		m = append(m, randomBytes(f.rng, f.rng.IntN(s.Capabilities().MaxMessage-len(m)+1))...)
-		n := flowNumbers[f.sent%len(flowNumbers)]
-		err := s.Send(m, engine.SendOptions{MessageNumber: n})
-		if errors.Is(err, engine.ErrQueueFull) {
-			return
-		}
-		require.NoError(t, err)
-		f.want[string(m)]++
-		f.numbers[string(m)] = n
-		f.sent++
-	}
+// flowOptions sends message i of a flow with one of flowNumbers.
+func flowOptions(i int) engine.SendOptions {
+	return engine.SendOptions{MessageNumber: flowNumbers[i%len(flowNumbers)]}
 }
-
-// collect takes every delivered message from s.
-func (f *flow) collect(t testing.TB, s *Session) {
-	for {
-		m, ok := s.Recv()
-		if !ok {
-			return
-		}
-		require.True(t, m.Reliable)
-		require.Equal(t, f.numbers[string(m.Data)], m.MessageNumber)
-		f.got[string(m.Data)]++
-		f.received++
-	}
-}
-
-func (f *flow) done() bool { return f.sent == f.total && f.received >= f.total }
 
 func TestLossyTransferExactlyOnce(t *testing.T) {
 	const total = 2000
 	cfg := Config{ResendLimit: -1}
 	p := newPair(t, cfg, cfg, 15*ms, 0.3, 2026)
-	ab, ba := newFlow("ab", total, 1), newFlow("ba", total, 2)
-	p.RunUntil(1_000_000, func() bool {
-		ab.feed(t, p.A)
-		ba.feed(t, p.B)
-		ab.collect(t, p.B)
-		ba.collect(t, p.A)
-		return ab.done() && ba.done() && p.A.Pending() == 0 && p.B.Pending() == 0
-	})
-	require.Equal(t, ab.want, ab.got)
-	require.Equal(t, ba.want, ba.got)
+	ab, ba := enginetest.NewFlow("ab", total, 1), enginetest.NewFlow("ba", total, 2)
+	p.RunFlows(1_000_000, ab, ba, flowOptions)
 	for _, s := range []*Session{p.A, p.B} {
 		st := s.Stats()
 		require.Equal(t, engine.StateEstablished, s.State())

@@ -17,62 +17,68 @@ var errExpansion = fmt.Errorf("%w: lludp: zero-decoded data exceeds %d bytes", e
 // zeroEncoder is the viewer's zero-run encoder (notes §1.3) working over
 // several slices as one stream: a run of 1..255 zeros becomes 00 n, a
 // longer run is cut into 00 FF pairs and a last pair. It never writes
-// 00 00.
-type zeroEncoder struct{ run int }
+// 00 00. It writes the encoding into out, which it never grows: when out
+// is too short it stops with over set, so that AppendPacket learns
+// whether the encoding is shorter than the plain form without writing
+// beyond it.
+type zeroEncoder struct {
+	out  []byte // the encoding is out[:n]
+	n    int
+	run  int  // zeros held back
+	over bool // out was too short; out[:n] is part of the encoding
+}
 
-// add appends the encoding of src to dst, holding back a pending run.
-func (z *zeroEncoder) add(dst, src []byte) []byte {
+// add encodes src, holding back a pending run.
+func (z *zeroEncoder) add(src []byte) {
+	out, n, run := z.out, z.n, z.run
+	if z.over {
+		return
+	}
 	for _, c := range src {
 		if c == 0 {
-			if z.run++; z.run == 0xFF {
-				dst = append(dst, 0, 0xFF)
-				z.run = 0
+			if run++; run == 0xFF {
+				if uint(n+1) >= uint(len(out)) {
+					z.over = true
+					return
+				}
+				out[n], out[n+1] = 0, 0xFF
+				n += 2
+				run = 0
 			}
 			continue
 		}
-		if z.run > 0 {
-			dst = append(dst, 0, byte(z.run))
-			z.run = 0
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// flush appends the pending run, if any.
-func (z *zeroEncoder) flush(dst []byte) []byte {
-	if z.run > 0 {
-		dst = append(dst, 0, byte(z.run))
-		z.run = 0
-	}
-	return dst
-}
-
-// zeroCounter computes the length zeroEncoder would produce.
-type zeroCounter struct{ run, n int }
-
-func (z *zeroCounter) add(src []byte) {
-	for _, c := range src {
-		if c == 0 {
-			if z.run++; z.run == 0xFF {
-				z.n += 2
-				z.run = 0
+		if run > 0 {
+			if uint(n+2) >= uint(len(out)) {
+				z.over = true
+				return
 			}
+			out[n], out[n+1], out[n+2] = 0, byte(run), c
+			n += 3
+			run = 0
 			continue
 		}
-		if z.run > 0 {
-			z.n += 2
-			z.run = 0
+		if uint(n) >= uint(len(out)) {
+			z.over = true
+			return
 		}
-		z.n++
+		out[n] = c
+		n++
 	}
+	z.n, z.run = n, run
 }
 
-func (z *zeroCounter) total() int {
-	if z.run > 0 {
-		return z.n + 2
+// flush writes the pending run, if any.
+func (z *zeroEncoder) flush() {
+	if z.run == 0 || z.over {
+		return
 	}
-	return z.n
+	if z.n+2 > len(z.out) {
+		z.over = true
+		return
+	}
+	z.out[z.n], z.out[z.n+1] = 0, byte(z.run)
+	z.n += 2
+	z.run = 0
 }
 
 // ZeroEncode appends the zerocoded form of src to dst and returns the
@@ -80,11 +86,15 @@ func (z *zeroCounter) total() int {
 // 1..255, a run longer than 255 continues with a new pair (256 zeros are
 // 00 FF 00 01), trailing zeros are encoded the same way, and 00 00 is
 // never written. The result can be longer than src (a lone zero costs two
-// bytes); a sender keeps it only when it is strictly shorter, as
-// AppendPacket does. It allocates only when dst lacks capacity.
+// bytes, so at most 2·len(src)); a sender keeps it only when it is
+// strictly shorter, as AppendPacket does. It allocates only when dst
+// lacks capacity for 2·len(src) more bytes.
 func ZeroEncode(dst, src []byte) []byte {
-	var z zeroEncoder
-	return z.flush(z.add(dst, src))
+	dst = slices.Grow(dst, 2*len(src))
+	z := zeroEncoder{out: dst[len(dst) : len(dst)+2*len(src)]}
+	z.add(src)
+	z.flush()
+	return dst[:len(dst)+z.n]
 }
 
 // ZeroDecode appends the expansion of the zerocoded src to dst and returns

@@ -237,7 +237,14 @@ var (
 	errTooLong        = fmt.Errorf("%w: porous: datagram longer than %d bytes", engine.ErrMalformed, MaxFrameSize)
 	errFrameType      = fmt.Errorf("%w: porous: unknown frame type", engine.ErrMalformed)
 	errFrameSize      = fmt.Errorf("%w: porous: wrong size for the frame type", engine.ErrMalformed)
-	errTruncated      = fmt.Errorf("%w: porous: truncated Data frame", engine.ErrMalformed)
+	errDataAckHeader  = fmt.Errorf("%w: porous: DataAck shorter than its %d-byte header", engine.ErrMalformed, dataAckHeaderSize)
+	errDataAckSize    = fmt.Errorf("%w: porous: DataAck length is not 3 + 4·count", engine.ErrMalformed)
+	errDataHeader     = fmt.Errorf("%w: porous: Data frame shorter than its %d-byte header", engine.ErrMalformed, DataHeaderSize)
+	errMessageHeader  = fmt.Errorf("%w: porous: message cut before its type and channel", engine.ErrMalformed)
+	errFragmentHeader = fmt.Errorf("%w: porous: Fragment cut within its %d-byte header", engine.ErrMalformed, FragmentHeaderSize)
+	errFragmentData   = fmt.Errorf("%w: porous: Fragment data runs past the datagram", engine.ErrMalformed)
+	errSentinelSize   = fmt.Errorf("%w: porous: Sentinel cut within its %d bytes", engine.ErrMalformed, SentinelSize)
+	errWindowAckSize  = fmt.Errorf("%w: porous: WindowAck cut within its %d bytes", engine.ErrMalformed, WindowAckSize)
 	errMessageType    = fmt.Errorf("%w: porous: unknown message type", engine.ErrMalformed)
 	errTrailing       = fmt.Errorf("%w: porous: bytes after the last message", engine.ErrMalformed)
 	errTooManyMessage = fmt.Errorf("%w: porous: msg_count exceeds what the datagram can hold", engine.ErrMalformed)
@@ -280,11 +287,11 @@ func Decode(b []byte, f *Frame) error {
 		return decodeData(b, f)
 	case FrameDataAck:
 		if len(b) < dataAckHeaderSize {
-			return errFrameSize
+			return errDataAckHeader
 		}
 		n := int(binary.BigEndian.Uint16(b[1:]))
 		if len(b) != dataAckHeaderSize+4*n {
-			return errFrameSize
+			return errDataAckSize
 		}
 		for i := range n {
 			f.Acks = append(f.Acks, binary.BigEndian.Uint32(b[dataAckHeaderSize+4*i:]))
@@ -295,7 +302,7 @@ func Decode(b []byte, f *Frame) error {
 
 func decodeData(b []byte, f *Frame) error {
 	if len(b) < DataHeaderSize {
-		return errTruncated
+		return errDataHeader
 	}
 	f.Seq = binary.BigEndian.Uint32(b[1:])
 	n := int(binary.BigEndian.Uint16(b[5:]))
@@ -305,13 +312,13 @@ func decodeData(b []byte, f *Frame) error {
 	}
 	for range n {
 		if len(b) < 2 {
-			return errTruncated
+			return errMessageHeader
 		}
 		m := Message{Type: MessageType(b[0]), Channel: b[1]}
 		switch m.Type {
 		case MsgFragment:
 			if len(b) < FragmentHeaderSize {
-				return errTruncated
+				return errFragmentHeader
 			}
 			m.PacketSeq = u24(b[2:])
 			m.DependentLead = binary.BigEndian.Uint16(b[5:])
@@ -319,20 +326,20 @@ func decodeData(b []byte, f *Frame) error {
 			m.LastFragmentID = binary.BigEndian.Uint16(b[9:])
 			l := int(binary.BigEndian.Uint16(b[11:]))
 			if len(b) < FragmentHeaderSize+l {
-				return errTruncated
+				return errFragmentData
 			}
 			m.Data = b[FragmentHeaderSize : FragmentHeaderSize+l : FragmentHeaderSize+l]
 			b = b[FragmentHeaderSize+l:]
 		case MsgSentinel:
 			if len(b) < SentinelSize {
-				return errTruncated
+				return errSentinelSize
 			}
 			m.PacketSeq = u24(b[2:])
 			m.DependentLead = binary.BigEndian.Uint16(b[5:])
 			b = b[SentinelSize:]
 		case MsgWindowAck:
 			if len(b) < WindowAckSize {
-				return errTruncated
+				return errWindowAckSize
 			}
 			m.PacketSeq = u24(b[2:])
 			b = b[WindowAckSize:]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,23 +34,16 @@ func fuzzRecord(ctl byte, b []byte) []byte {
 // lies in the future.
 func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
 	t.Helper()
-	for range 100_000 {
-		n := s.Poll(now, buf)
-		if n == 0 {
-			d := s.Deadline()
-			require.True(t, d.IsZero() || d.After(now), "Poll returns 0 with the deadline %v at %v", d, now)
-			return
-		}
-		require.LessOrEqual(t, n, MaxFrameSize)
+	enginetest.PollChecked(t, s, now, buf, func(b []byte) {
+		require.LessOrEqual(t, len(b), MaxFrameSize)
 		var f Frame
-		require.NoError(t, Decode(buf[:n], &f))
+		require.NoError(t, Decode(b, &f))
 		if f.Type == FrameDataAck {
 			acks := slices.Clone(f.Acks)
 			slices.Sort(acks)
 			require.Len(t, slices.Compact(acks), len(f.Acks), "a DataAck repeats an ID")
 		}
-	}
-	t.Fatal("Poll keeps returning frames")
+	})
 }
 
 // FuzzPOROUSSession feeds arbitrary datagrams to a connected session with

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -198,47 +199,28 @@ func TestRandomDatagrams(t *testing.T) {
 	// Garbage that a peer could legitimately use to end the session
 	// (Disconnect, a foreign ConnectAck) is left out: the frames are
 	// Ping, PingAck, Data and DataAck, random or mutated from real ones.
-	var seen [][]byte
-	mutate := func() []byte {
-		if len(seen) == 0 || rng.IntN(4) == 0 {
-			b := make([]byte, rng.IntN(60))
-			for i := range b {
-				b[i] = byte(rng.Uint32())
-			}
+	g := &enginetest.Garbage{
+		Rng:    rng,
+		MaxLen: 60,
+		Shape: func(b []byte) {
 			if len(b) > 0 {
-				b[0] = 4 + b[0]%4
+				b[0] = byte(FramePing) + b[0]%4
 			}
-			return b
-		}
-		b := append([]byte(nil), seen[rng.IntN(len(seen))]...)
-		for range 1 + rng.IntN(3) {
-			if len(b) > 1 {
-				b[1+rng.IntN(len(b)-1)] ^= byte(1 << rng.IntN(8))
-			}
-		}
-		return b
+		},
+		Keep:  func(b []byte) bool { return b[0] >= byte(FramePing) },
+		Fixed: 1, // the frame type
 	}
-	for range 5_000 {
+	p.Garble(g, 5_000, func() {
 		if rng.IntN(3) == 0 {
 			_ = p.A.Send([]byte{byte(rng.Uint32())}, engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
 			_ = p.B.Send(make([]byte, rng.IntN(3000)), engine.SendOptions{Channel: uint8(rng.IntN(2)), Delivery: engine.Delivery(rng.IntN(3))})
 		}
-		for _, l := range []*link{&p.AB, &p.BA} {
-			if len(l.Queue) > 0 && len(seen) < 512 && l.Queue[0].Data[0] >= byte(FramePing) {
-				seen = append(seen, l.Queue[0].Data)
-			}
-		}
-		p.Now = p.Now.Add(time.Millisecond)
-		_ = p.A.HandleDatagram(p.Now, mutate())
-		_ = p.B.HandleDatagram(p.Now, mutate())
-		if !p.Step() {
-			p.Now = p.Now.Add(time.Second)
-		}
+	}, func() {
 		recvAll(p.A)
 		recvAll(p.B)
 		checkInvariants(t, p.A)
 		checkInvariants(t, p.B)
-	}
+	})
 	t.Logf("a: %v %+v", p.A.State(), p.A.Stats())
 	t.Logf("b: %v %+v", p.B.State(), p.B.Stats())
 	require.Equal(t, engine.StateEstablished, p.A.State())
@@ -269,4 +251,88 @@ func TestResetBacksOffRTO(t *testing.T) {
 	lose(start.Add(8*MinRTO + time.Millisecond))
 	require.Equal(t, uint8(1), s.backoff, "losses for 8·RTO without an ack: reset, RTO doubled")
 	require.Equal(t, MaxFrameSize, s.cc.Window())
+}
+
+// sendFrame queues data as one Reliable packet and returns the Data frame
+// the session sends for it at p.now.
+func (p *fakePeer) sendFrame(data string) Frame {
+	p.t.Helper()
+	require.NoError(p.t, p.s.Send([]byte(data), engine.SendOptions{}))
+	fs := p.poll()
+	require.Len(p.t, fs, 1)
+	require.Len(p.t, fs[0].Messages, 1)
+	require.Equal(p.t, []byte(data), fs[0].Messages[0].Data)
+	return fs[0]
+}
+
+// ack hands the session a DataAck listing ids at p.now.
+func (p *fakePeer) ack(ids ...uint32) {
+	p.t.Helper()
+	f := Frame{Type: FrameDataAck, Acks: ids}
+	require.NoError(p.t, p.s.HandleDatagram(p.now, f.AppendTo(nil)))
+}
+
+// TestDataAckKarn: a DataAck of a frame sent once gives an RTT sample; of
+// a frame resent under the same frame_seq, none, as the ack may be of
+// either transmission (Karn's rule, RFC 6298 §3; package doc, RTT). The
+// pings of connected gave SRTT 1 ms, RTTVAR 0.5 ms; a 5 ms sample makes
+// them 7/8·1 + 1/8·5 = 1.5 ms and 3/4·0.5 + 1/4·|1 − 5| = 1.375 ms (RFC
+// 6298 §2.3). The resent frame, acknowledged 4 ms after its resend,
+// leaves them so (with that sample SRTT would be 1.8125 ms).
+func TestDataAckKarn(t *testing.T) {
+	p := newFakePeer(t, Config{})
+	s := p.s
+	require.Equal(t, time.Millisecond, s.Stats().SRTT)
+	require.Equal(t, 500*time.Microsecond, s.Stats().RTTVar)
+
+	f := p.sendFrame("once")
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.ack(f.Seq)
+	st := s.Stats()
+	require.Equal(t, 1500*time.Microsecond, st.SRTT)
+	require.Equal(t, 1375*time.Microsecond, st.RTTVar)
+	require.Equal(t, MinRTO, st.RTO, "1.5 + max(4 × 1.375, 1.5/2, 1) = 7 ms, raised to MinRTO")
+
+	f = p.sendFrame("twice")
+	p.now = p.now.Add(MinRTO)
+	require.Equal(t, []Frame{f}, p.poll(), "resent after the RTO, same frame_seq")
+	require.Equal(t, uint64(1), s.Stats().Retransmits)
+	p.now = p.now.Add(4 * time.Millisecond)
+	p.ack(f.Seq)
+	require.Zero(t, s.Pending())
+	st = s.Stats()
+	require.Equal(t, 1500*time.Microsecond, st.SRTT, "no sample from a resent frame")
+	require.Equal(t, 1375*time.Microsecond, st.RTTVar)
+}
+
+// TestDataAckRepeatedIDs: a DataAck may list an ID twice (the reference
+// sends such DataAcks, notes §4 bug 1) and a later DataAck may list it
+// again (this package repeats the previous DataAck's IDs). Each frame
+// counts once: its bytes leave the flight once and are delivered once
+// (package doc, DataAck).
+func TestDataAckRepeatedIDs(t *testing.T) {
+	p := newFakePeer(t, Config{})
+	s := p.s
+	delivered := s.Stats().Congestion.Delivered
+	f1 := p.sendFrame("first")
+	f2 := p.sendFrame("second")
+	n1, n2 := f1.Len(), f2.Len()
+	require.Equal(t, n1+n2, s.cc.InFlight())
+
+	p.ack(f2.Seq, f2.Seq)
+	require.Equal(t, n1, s.cc.InFlight())
+	require.Equal(t, delivered+uint64(n2), s.Stats().Congestion.Delivered)
+	require.Equal(t, 1, s.Pending())
+	require.Equal(t, 2, s.ring.n, "the second frame waits behind the first")
+
+	p.ack(f2.Seq)
+	require.Equal(t, n1, s.cc.InFlight())
+	require.Equal(t, delivered+uint64(n2), s.Stats().Congestion.Delivered, "an ID acknowledged before counts no more")
+
+	p.ack(f1.Seq, f2.Seq, f1.Seq)
+	require.Zero(t, s.cc.InFlight())
+	require.Equal(t, delivered+uint64(n1+n2), s.Stats().Congestion.Delivered)
+	require.Zero(t, s.Pending())
+	require.Zero(t, s.ring.n)
+	checkInvariants(t, s)
 }
