@@ -3,9 +3,13 @@ package rudp
 import (
 	"context"
 	"encoding/binary"
+	"io"
+	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/porous"
 	"github.com/stretchr/testify/require"
 )
 
@@ -214,4 +218,48 @@ func TestPOROUSWire(t *testing.T) {
 		}
 		require.Contains(t, []byte{0, 4}, f[0], "only Connect repeats and Pings before the DataAck: % x", f)
 	}
+}
+
+// TestPOROUSPeerCloseReadInOneRTT: on a virtual network (one-way delay
+// vnetDelay, virtual time), the reader learns of the peer's close one
+// round trip after the peer's Disconnect arrived: the Disconnect is
+// challenged with a Ping, which the closing rudp peer answers with the
+// proof of its close. The association still lingers in TIME-WAIT
+// (porous.MinTimeWait) to answer repeats of the Disconnect.
+func TestPOROUSPeerCloseReadInOneRTT(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spc, cpc := vnetSockets(t, 0)
+		cfg := &Config{Protocol: POROUS, Rand: rand.NewChaCha8([32]byte{})}
+		ln := ServerMessages(spc, cfg)
+		c := ClientMessages(cpc, spc.LocalAddr(), cfg)
+		defer func() { // let every goroutine of the bubble end
+			_ = ln.Close()
+			_ = c.Close()
+			<-c.Done()
+		}()
+		require.NoError(t, c.WriteMessage(Message{Data: []byte("last")}))
+		s, err := ln.AcceptMessages()
+		require.NoError(t, err)
+		m, err := s.ReadMessage()
+		require.NoError(t, err)
+		require.Equal(t, "last", string(m.Data))
+		for i := 0; c.Stats().BytesInFlight > 0; i++ { // the DataAck is on its way
+			require.Less(t, i, 100)
+			time.Sleep(vnetDelay)
+		}
+
+		closed := time.Now()
+		require.NoError(t, c.Close()) // the Disconnect leaves at once
+		_, err = s.ReadMessage()
+		require.ErrorIs(t, err, io.EOF)
+		require.Equal(t, 3*vnetDelay, time.Since(closed), "Disconnect, challenge Ping, proof")
+		select {
+		case <-s.Done():
+			t.Fatal("the association ended before the reader was told")
+		default:
+		}
+		<-s.Done()
+		<-c.Done()
+		require.Equal(t, 3*vnetDelay+porous.MinTimeWait, time.Since(closed), "TIME-WAIT")
+	})
 }

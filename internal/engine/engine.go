@@ -244,3 +244,13 @@ func (e timeoutError) Timeout() bool { return true }
 
 // Temporary reports true, as net.Error timeouts do.
 func (e timeoutError) Temporary() bool { return true }
+
+// PeerCloser is implemented by engines that stay open for a while after
+// taking the peer's close, to answer its repeats (POROUS's TIME-WAIT).
+// PeerClosed reports whether the peer has closed: nothing more will be
+// delivered, so that a reader can be told at once rather than when the
+// engine reaches StateClosed. err is what Err will then report: nil for a
+// graceful close, or an error wrapping ErrPeerClosed.
+type PeerCloser interface {
+	PeerClosed() (closed bool, err error)
+}

@@ -8,7 +8,10 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-var _ engine.Engine = (*Session)(nil)
+var (
+	_ engine.Engine     = (*Session)(nil)
+	_ engine.PeerCloser = (*Session)(nil)
+)
 
 // peerState is the reference's peer state (paper §2.2, notes §3.1).
 type peerState uint8
@@ -68,6 +71,8 @@ type Session struct {
 	nonce uint32
 	st    peerState
 	err   error // reported once st is stZombie
+
+	peerClosed bool // the peer's Disconnect was taken (see PeerClosed)
 
 	closing bool // Close was called
 	closeAt time.Time
