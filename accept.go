@@ -192,7 +192,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			cfg.Logger.Debug("rudp: backlog full of peers waiting for Accept, datagram dropped", "peer", from)
 			return
 		}
-		eng, err := cfg.newEngine(now, stream, true)
+		eng, err := cfg.newEngine(now, from, stream, true)
 		if err == nil {
 			err = eng.HandleDatagram(now, p)
 		}

@@ -263,3 +263,27 @@ func TestPOROUSPeerCloseReadInOneRTT(t *testing.T) {
 		require.Equal(t, 3*vnetDelay+porous.MinTimeWait, time.Since(closed), "TIME-WAIT")
 	})
 }
+
+// TestPOROUSTooLarge: a message above Config.MaxMessage (2,000,000 bytes
+// from a peer allowing that, against the default 1 MiB) is dropped, but
+// not silently: counted in Stats.TooLarge and logged at Debug with the
+// peer's address. The message after it arrives.
+func TestPOROUSTooLarge(t *testing.T) {
+	var logs logBuffer
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Logger: logs.logger()})
+	defer ln.Close()
+	c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: POROUS, MaxMessage: 2_000_000})
+	defer c.Close()
+	require.NoError(t, c.WriteMessage(Message{Data: make([]byte, 2_000_000)}))
+	require.NoError(t, c.WriteMessage(Message{Data: []byte("after")}))
+	s, err := ln.AcceptMessages()
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	m, err := s.ReadMessage()
+	require.NoError(t, err)
+	require.Equal(t, "after", string(m.Data))
+	require.Equal(t, uint64(1), s.Stats().TooLarge)
+	require.Contains(t, logs.String(), `level=DEBUG msg="porous: incoming packet larger than MaxPacket dropped" peer=`+
+		c.LocalAddr().String()+` channel=0 packet=0 fragments=1378 min_size=1999405 max_packet=1048576`)
+}

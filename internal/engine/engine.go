@@ -125,6 +125,7 @@ type Stats struct {
 	Duplicates      uint64 // duplicate packets or messages dropped
 	PeerRestarts    uint64 // new peer sessions seen after the first
 	Expired         uint64 // unreliable messages dropped unsent after waiting too long
+	TooLarge        uint64 // messages from the peer dropped undelivered: larger than the largest accepted
 	Challenges      uint64 // restarts or closes announced by the peer's address and challenged
 	SpoofsRefused   uint64 // of those, refused because the live session answered
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its

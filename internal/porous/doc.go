@@ -129,7 +129,9 @@
 //   - Delivery: the notes' §3.6 walk, which goes on after consuming a
 //     sentinel or dud entry (notes §4 bug 2). Delivered messages wait in
 //     Recv's queue, which the caller drains. engine.Message.Reliable is
-//     false: the send mode is not on the wire.
+//     false: the send mode is not on the wire. A packet larger than
+//     Config.MaxPacket is dropped (acknowledged, as the reference does),
+//     counted in Stats.TooLarge and logged at Debug to Config.Logger.
 //   - Pending: a Reliable or Passive packet is pending until every frame
 //     carrying its fragments is acknowledged, an Unreliable one until all
 //     its fragments are sent. Send refuses more than Config.MaxQueued

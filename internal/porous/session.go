@@ -327,7 +327,8 @@ func (s *Session) Pending() int { return s.pending }
 // Stats returns a snapshot of the counters. PacketsSent counts datagrams,
 // MessagesSent packets whose last fragment went out for the first time,
 // Retransmits frames resent, Duplicates fragments and sentinels received
-// again, PacketsRejected datagrams that did not decode or were refused.
+// again, PacketsRejected datagrams that did not decode or were refused,
+// TooLarge incoming packets dropped for exceeding Config.MaxPacket.
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rto()
