@@ -258,8 +258,11 @@ func (c *MessageConn) full() bool { return len(c.queue)-c.head >= c.maxRecv }
 // (it echoed our session ID); LLUDP has no such proof, so its circuit
 // must also pass Config.AcceptCircuit, when set.
 func (c *MessageConn) pump(now time.Time) {
-	if c.opened || c.refused || c.a.eng.State() == engine.StateHandshake {
+	switch st := c.a.eng.State(); {
+	case c.opened || c.refused || st == engine.StateHandshake:
 		return
+	case st == engine.StateClosed && c.a.eng.Err() != nil:
+		return // the handshake failed (ErrIncompatible, a timeout): never opened
 	}
 	if c.accepted != nil && c.cfg.AcceptCircuit != nil {
 		if circ, ok := c.circuit(); ok && !c.cfg.AcceptCircuit(circ) {

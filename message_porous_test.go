@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -158,14 +159,26 @@ func TestPOROUSCloseIsEOF(t *testing.T) {
 }
 
 // TestPOROUSChannelMismatch: a listener refuses a peer configured with
-// another channel count; the dialer's handshake never completes.
+// another channel count, and tells it so with its own Connect: the
+// dialer fails with ErrIncompatible at once, long before its handshake
+// timeout, and the listener logs the refusal at Debug.
 func TestPOROUSChannelMismatch(t *testing.T) {
-	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Channels: 2})
+	var logs logBuffer
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Channels: 3, Logger: logs.logger()})
 	defer ln.Close()
 	c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(),
-		&Config{Protocol: POROUS, Channels: 3, HandshakeTimeout: 300 * time.Millisecond})
+		&Config{Protocol: POROUS, Channels: 2, HandshakeTimeout: 30 * time.Second})
 	defer c.Close()
-	require.ErrorIs(t, c.Handshake(context.Background()), ErrHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // fail fast without the answer
+	defer cancel()
+	err := c.Handshake(ctx)
+	require.ErrorIs(t, err, ErrIncompatible)
+	require.NotErrorIs(t, err, ErrHandshakeTimeout)
+	require.ErrorContains(t, err, "porous: peer speaks version 0 with 3 channels, we version 0 with 2")
+	require.Contains(t, logs.String(), `level=DEBUG msg="rudp: handshake refused" peer=`+c.LocalAddr().String()+
+		` err="datagram rejected: porous: first datagram of an accepted session is not a compatible Connect:`+
+		` peer parameters incompatible: porous: peer speaks version 0 with 2 channels, we version 0 with 3"`)
+	require.Equal(t, uint64(1), ln.Stats().UnknownDrops)
 }
 
 // TestPOROUSWire: a peer that is nothing but a UDP socket sending the
@@ -286,4 +299,22 @@ func TestPOROUSTooLarge(t *testing.T) {
 	require.Equal(t, uint64(1), s.Stats().TooLarge)
 	require.Contains(t, logs.String(), `level=DEBUG msg="porous: incoming packet larger than MaxPacket dropped" peer=`+
 		c.LocalAddr().String()+` channel=0 packet=0 fragments=1378 min_size=1999405 max_packet=1048576`)
+}
+
+// TestPOROUSListenerLogsOtherProtocol: an Airhook opening at a POROUS
+// listener opens nothing and gets no answer (it may be spoofed), but the
+// listener logs it at Debug.
+func TestPOROUSListenerLogsOtherProtocol(t *testing.T) {
+	var logs logBuffer
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Logger: logs.logger()})
+	defer ln.Close()
+	raw := newRawPeer(t, ln.Addr())
+	raw.send([]byte{0x08, 0x00, 0x00, 0x01, 0x0a, 0x0a, 0x0a, 0x0a})
+	want := `level=DEBUG msg="rudp: datagram from an unknown address dropped: not an opening of the protocol" peer=` +
+		raw.pc.LocalAddr().String() + ` protocol=porous size=8`
+	for i := 0; !strings.Contains(logs.String(), want); i++ {
+		require.Less(t, i, 500, "no log line; got %q", logs.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, uint64(1), ln.Stats().UnknownDrops)
 }

@@ -105,7 +105,10 @@
 //     are the reference's "Disconnected" (notes §3.2), here StateClosed at
 //     once.
 //   - Peer creation (Config.Accept): only a compatible Connect creates a
-//     session (the reference accepts any frame that parses; notes §5).
+//     session (the reference accepts any frame that parses; notes §5). A
+//     listener answers an incompatible one without creating anything
+//     (see Refusal): its own Connect, so that the peer gives up at once
+//     as it would with the reference's, then a Disconnect.
 //   - Restarted peer: while connected, a Connect with a new nonce is
 //     acknowledged as the reference does (Stats.PeerRestarts counts it),
 //     or, with Config.RejectNewPeerSession, refused with
