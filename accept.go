@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"errors"
 	"net"
 	"slices"
 	"sync"
@@ -171,6 +172,17 @@ func (c *Config) isOpening(p []byte) bool {
 	return airhook.IsOpening(p)
 }
 
+// refusal returns the datagrams with which a listener answers an opening
+// whose parameters it cannot accept, holding no state for the peer, so
+// that the peer learns at once why (see porous.Refusal); nil where the
+// protocol's opening carries no parameters.
+func (c *Config) refusal() [][]byte {
+	if c.Protocol == POROUS {
+		return porous.Refusal(c.Channels)
+	}
+	return nil
+}
+
 // newPeerFunc builds the endpoint callback that admits a datagram from an
 // unknown address as a new peer: it checks that the datagram is an
 // opening, takes a backlog slot (evicting the oldest half-open peer if
@@ -180,6 +192,8 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 	mk func(from net.Addr, eng engine.Engine, in int) T) func([]byte, net.Addr, time.Time) {
 	return func(p []byte, from net.Addr, now time.Time) {
 		if !cfg.isOpening(p) {
+			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
+				"peer", from, "protocol", cfg.Protocol, "size", len(p))
 			q.ep.unknownDrops.Add(1)
 			return
 		}
@@ -192,14 +206,17 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			cfg.Logger.Debug("rudp: backlog full of peers waiting for Accept, datagram dropped", "peer", from)
 			return
 		}
-		eng, err := cfg.newEngine(now, stream, true)
+		eng, err := cfg.newEngine(now, from, stream, true)
 		if err == nil {
 			err = eng.HandleDatagram(now, p)
 		}
 		if err != nil {
-			cfg.Logger.Debug("rudp: opening refused", "peer", from, "err", err)
+			cfg.Logger.Debug("rudp: handshake refused", "peer", from, "err", err)
 			q.release()
 			q.ep.unknownDrops.Add(1)
+			if errors.Is(err, engine.ErrIncompatible) {
+				q.ep.sendUnsolicited(cfg.refusal(), len(p), from)
+			}
 			return
 		}
 		c := mk(from, eng, len(p))
@@ -208,4 +225,20 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			q.forget(c)
 		}
 	}
+}
+
+// sendUnsolicited sends bufs to to, an address without an association, in
+// answer to one datagram of in bytes. The address is not validated, so
+// nothing goes out if bufs hold more than amplification times in.
+func (ep *endpoint) sendUnsolicited(bufs [][]byte, in int, to net.Addr) {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if n == 0 || n > amplification*in {
+		return
+	}
+	s := sendPool.Get().(*sendBufs)
+	defer sendPool.Put(s)
+	ep.send(&s.scratch, bufs, to)
 }

@@ -2,6 +2,7 @@ package rudp
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -240,6 +241,9 @@ func (b *connBase) Done() <-chan struct{} { return b.done }
 
 // endedBase implements upper.ended for both kinds.
 func (b *connBase) endedBase(err error) {
+	if err == ErrHandshakeTimeout { // the engine's timer or an eviction
+		err = b.handshakeTimeout()
+	}
 	b.over = true
 	close(b.done)
 	if b.err == nil {
@@ -253,7 +257,26 @@ func (b *connBase) endedBase(err error) {
 }
 
 func (b *connBase) handshakeExpired() {
-	b.expire(resetTimedOut, ErrHandshakeTimeout, func() bool { return !b.opened })
+	b.expire(resetTimedOut, b.handshakeTimeout(), func() bool { return !b.opened })
+}
+
+// handshakeTimeout is ErrHandshakeTimeout saying what was tried and the
+// likely causes of a peer's silence: a peer of another protocol, channel
+// count or kind of conn ignores the handshake, as the protocols'
+// reference implementations do.
+func (b *connBase) handshakeTimeout() error {
+	what, other := "message conn", "streams (Listen)"
+	if _, stream := b.k.(*Conn); stream {
+		what, other = "stream", "message conns (ListenMessages)"
+	}
+	tried, causes := b.cfg.Protocol.String()+" "+what+" handshake", "another protocol"
+	if b.cfg.Protocol == POROUS {
+		tried += fmt.Sprintf(" (Config.Channels %d)", b.cfg.Channels)
+		causes += ", another channel count"
+	}
+	return &handshakeTimeoutError{fmt.Sprintf(
+		"%v: no %s with %v completed within %v; the peer may not be listening, or may speak %s, or accept %s",
+		ErrHandshakeTimeout, tried, b.raddr, b.cfg.HandshakeTimeout, causes, other)}
 }
 
 func (b *connBase) lingerExpired() {

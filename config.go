@@ -96,7 +96,10 @@ type Config struct {
 
 	// Channels is the number of POROUS channels, 1 to MaxChannels (256).
 	// Both ends must configure the same number; a peer with another count
-	// is refused with ErrIncompatible. Default 1. Message conns choose the
+	// is refused with ErrIncompatible: a dialer learns it from the
+	// listener's answer within a round trip (a rudp listener answers an
+	// incompatible Connect with its own), and the listener logs the
+	// refusal at Debug. Default 1. Message conns choose the
 	// channel per message (Message.Channel); streams use channel 0.
 	Channels int
 
@@ -151,8 +154,9 @@ type Config struct {
 	// nothing on the wire changes, and the peer may use the other.
 	Congestion Congestion
 
-	// Logger receives debug events (new peers, drops, resets, congestion
-	// responses). Default: no logging.
+	// Logger receives debug events (new peers, refused handshakes,
+	// datagrams that open nothing, drops, resets, congestion responses),
+	// each naming the peer. Default: no logging.
 	Logger *slog.Logger
 
 	// Rand is the source of session identifiers. Default crypto/rand.

@@ -138,17 +138,31 @@ func TestKeepAliveHoldsIdleConn(t *testing.T) {
 }
 
 // TestHandshakeTimeout: dialing a socket that never answers fails with
-// ErrHandshakeTimeout after Config.HandshakeTimeout.
+// ErrHandshakeTimeout after Config.HandshakeTimeout, a net.Error timeout
+// whose text says what was tried and why a peer may stay silent.
 func TestHandshakeTimeout(t *testing.T) {
 	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer silent.Close()
-	d := Dialer{Config: &Config{HandshakeTimeout: 300 * time.Millisecond}}
-	_, err = d.Dial("udp", silent.LocalAddr().String())
+	to := silent.LocalAddr().String()
+	d := Dialer{Config: &Config{Protocol: Airhook, HandshakeTimeout: 300 * time.Millisecond}}
+	_, err = d.Dial("udp", to)
 	require.ErrorIs(t, err, ErrHandshakeTimeout)
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)
 	require.True(t, ne.Timeout())
+	require.ErrorContains(t, err, ": handshake timeout: no airhook stream handshake with "+to+
+		" completed within 300ms; the peer may not be listening, or may speak another protocol,"+
+		" or accept message conns (ListenMessages)")
+
+	_, err = DialMessages(context.Background(), "udp", to,
+		&Config{Protocol: POROUS, Channels: 2, HandshakeTimeout: 300 * time.Millisecond})
+	require.ErrorIs(t, err, ErrHandshakeTimeout)
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Timeout())
+	require.ErrorContains(t, err, ": handshake timeout: no porous message conn handshake (Config.Channels 2) with "+to+
+		" completed within 300ms; the peer may not be listening, or may speak another protocol,"+
+		" another channel count, or accept streams (Listen)")
 }
 
 // TestDialRefused: dialing a closed port fails with connection refused.

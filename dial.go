@@ -56,7 +56,7 @@ func dial[T acceptable](ctx context.Context, config *Config, local net.Addr, net
 	}
 	c := mk(cfg, raddr, nil)
 	b := c.base()
-	eng, err := cfg.newEngine(time.Now(), stream, false)
+	eng, err := cfg.newEngine(time.Now(), raddr, stream, false)
 	if err != nil {
 		_ = pc.Close()
 		return zero, err
@@ -139,7 +139,7 @@ func client[T acceptable](pc net.PacketConn, raddr net.Addr, config *Config,
 		if cfgErr != nil {
 			return cfgErr
 		}
-		eng, err := cfg.newEngine(time.Now(), stream, false)
+		eng, err := cfg.newEngine(time.Now(), raddr, stream, false)
 		if err != nil {
 			return err
 		}

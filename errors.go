@@ -23,6 +23,10 @@ var (
 	ErrProtocol = stream.ErrProtocol
 	// ErrHandshakeTimeout: the peer did not complete the handshake within
 	// Config.HandshakeTimeout. It is a net.Error whose Timeout() is true.
+	// The error a conn returns matches it with errors.Is and says what was
+	// tried: a peer that stays silent may not be listening, or may speak
+	// another protocol, have another channel count (POROUS), or be a
+	// listener of the other kind (streams or message conns).
 	ErrHandshakeTimeout = engine.ErrHandshakeTimeout
 	// ErrIdleTimeout: nothing was received from the peer for
 	// Config.IdleTimeout. It is a net.Error whose Timeout() is true.
@@ -63,6 +67,17 @@ func opError(op string, local, remote net.Addr, err error) error {
 	}
 	return &net.OpError{Op: op, Net: "rudp", Source: local, Addr: remote, Err: err}
 }
+
+// handshakeTimeoutError is ErrHandshakeTimeout with a text that says what
+// was tried and why a peer may have stayed silent. Like ErrHandshakeTimeout
+// it reports Timeout() true, so that the *net.OpError wrapping it is a
+// net.Error timeout.
+type handshakeTimeoutError struct{ text string }
+
+func (e *handshakeTimeoutError) Error() string   { return e.text }
+func (e *handshakeTimeoutError) Unwrap() error   { return ErrHandshakeTimeout }
+func (e *handshakeTimeoutError) Timeout() bool   { return true }
+func (e *handshakeTimeoutError) Temporary() bool { return true }
 
 var (
 	errTimeout = os.ErrDeadlineExceeded

@@ -1,9 +1,12 @@
 package rudp
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,4 +112,28 @@ func requireClosedByPeer(t *testing.T, s, c *MessageConn) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the closed conn never finished")
 	}
+}
+
+// logBuffer collects what a Config.Logger writes at Debug level, safe for
+// the conns' goroutines to write while the test reads.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logger returns a debug logger writing to b.
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -88,6 +88,7 @@ type MessageConn struct {
 	maxMsg    int
 	accepted  *acceptQueue[*MessageConn] // accepted conns: their listener's queue
 	refused   bool                       // Config.AcceptCircuit refused the circuit
+	closer    engine.PeerCloser          // the engine, if it lingers after the peer's close
 }
 
 var _ net.Conn = (*MessageConn)(nil)
@@ -102,13 +103,19 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
 	caps := eng.Capabilities()
 	c.maxQueued = caps.MaxQueued
 	c.maxMsg = caps.MaxMessage
+	c.closer, _ = eng.(engine.PeerCloser)
 	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
 }
 
 // ReadMessage returns the next message, blocking until one arrives, the
 // read deadline passes (os.ErrDeadlineExceeded), or the conn fails or is
-// closed (net.ErrClosed). The returned Data is the caller's.
+// closed (net.ErrClosed). Once the peer has closed (POROUS, LLUDP) and
+// every message it sent has been read, it returns io.EOF, or an error
+// wrapping ErrPeerClosed if messages written here were left unconfirmed;
+// on POROUS that is as soon as the peer's Disconnect is believed, while
+// the association still answers the peer's repeats before Done closes.
+// The returned Data is the caller's.
 func (c *MessageConn) ReadMessage() (Message, error) {
 	var m Message
 	err := c.read(func(e engine.Message) error {
@@ -151,6 +158,17 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 		if c.head == len(c.queue) {
 			if c.over && c.err == nil {
 				return false, io.EOF // the peer closed (POROUS, LLUDP)
+			}
+			if c.closer != nil {
+				// The peer closed, while the association may linger to
+				// answer its repeats (POROUS's TIME-WAIT): tell the
+				// reader now.
+				if closed, err := c.closer.PeerClosed(); closed {
+					if err == nil {
+						err = io.EOF
+					}
+					return false, err
+				}
 			}
 			return false, nil
 		}
@@ -240,8 +258,11 @@ func (c *MessageConn) full() bool { return len(c.queue)-c.head >= c.maxRecv }
 // (it echoed our session ID); LLUDP has no such proof, so its circuit
 // must also pass Config.AcceptCircuit, when set.
 func (c *MessageConn) pump(now time.Time) {
-	if c.opened || c.refused || c.a.eng.State() == engine.StateHandshake {
+	switch st := c.a.eng.State(); {
+	case c.opened || c.refused || st == engine.StateHandshake:
 		return
+	case st == engine.StateClosed && c.a.eng.Err() != nil:
+		return // the handshake failed (ErrIncompatible, a timeout): never opened
 	}
 	if c.accepted != nil && c.cfg.AcceptCircuit != nil {
 		if circ, ok := c.circuit(); ok && !c.cfg.AcceptCircuit(circ) {

@@ -3,9 +3,14 @@ package rudp
 import (
 	"context"
 	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/porous"
 	"github.com/stretchr/testify/require"
 )
 
@@ -154,14 +159,26 @@ func TestPOROUSCloseIsEOF(t *testing.T) {
 }
 
 // TestPOROUSChannelMismatch: a listener refuses a peer configured with
-// another channel count; the dialer's handshake never completes.
+// another channel count, and tells it so with its own Connect: the
+// dialer fails with ErrIncompatible at once, long before its handshake
+// timeout, and the listener logs the refusal at Debug.
 func TestPOROUSChannelMismatch(t *testing.T) {
-	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Channels: 2})
+	var logs logBuffer
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Channels: 3, Logger: logs.logger()})
 	defer ln.Close()
 	c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(),
-		&Config{Protocol: POROUS, Channels: 3, HandshakeTimeout: 300 * time.Millisecond})
+		&Config{Protocol: POROUS, Channels: 2, HandshakeTimeout: 30 * time.Second})
 	defer c.Close()
-	require.ErrorIs(t, c.Handshake(context.Background()), ErrHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // fail fast without the answer
+	defer cancel()
+	err := c.Handshake(ctx)
+	require.ErrorIs(t, err, ErrIncompatible)
+	require.NotErrorIs(t, err, ErrHandshakeTimeout)
+	require.ErrorContains(t, err, "porous: peer speaks version 0 with 3 channels, we version 0 with 2")
+	require.Contains(t, logs.String(), `level=DEBUG msg="rudp: handshake refused" peer=`+c.LocalAddr().String()+
+		` err="datagram rejected: porous: first datagram of an accepted session is not a compatible Connect:`+
+		` peer parameters incompatible: porous: peer speaks version 0 with 2 channels, we version 0 with 3"`)
+	require.Equal(t, uint64(1), ln.Stats().UnknownDrops)
 }
 
 // TestPOROUSWire: a peer that is nothing but a UDP socket sending the
@@ -214,4 +231,90 @@ func TestPOROUSWire(t *testing.T) {
 		}
 		require.Contains(t, []byte{0, 4}, f[0], "only Connect repeats and Pings before the DataAck: % x", f)
 	}
+}
+
+// TestPOROUSPeerCloseReadInOneRTT: on a virtual network (one-way delay
+// vnetDelay, virtual time), the reader learns of the peer's close one
+// round trip after the peer's Disconnect arrived: the Disconnect is
+// challenged with a Ping, which the closing rudp peer answers with the
+// proof of its close. The association still lingers in TIME-WAIT
+// (porous.MinTimeWait) to answer repeats of the Disconnect.
+func TestPOROUSPeerCloseReadInOneRTT(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spc, cpc := vnetSockets(t, 0)
+		cfg := &Config{Protocol: POROUS, Rand: rand.NewChaCha8([32]byte{})}
+		ln := ServerMessages(spc, cfg)
+		c := ClientMessages(cpc, spc.LocalAddr(), cfg)
+		defer func() { // let every goroutine of the bubble end
+			_ = ln.Close()
+			_ = c.Close()
+			<-c.Done()
+		}()
+		require.NoError(t, c.WriteMessage(Message{Data: []byte("last")}))
+		s, err := ln.AcceptMessages()
+		require.NoError(t, err)
+		m, err := s.ReadMessage()
+		require.NoError(t, err)
+		require.Equal(t, "last", string(m.Data))
+		for i := 0; c.Stats().BytesInFlight > 0; i++ { // the DataAck is on its way
+			require.Less(t, i, 100)
+			time.Sleep(vnetDelay)
+		}
+
+		closed := time.Now()
+		require.NoError(t, c.Close()) // the Disconnect leaves at once
+		_, err = s.ReadMessage()
+		require.ErrorIs(t, err, io.EOF)
+		require.Equal(t, 3*vnetDelay, time.Since(closed), "Disconnect, challenge Ping, proof")
+		select {
+		case <-s.Done():
+			t.Fatal("the association ended before the reader was told")
+		default:
+		}
+		<-s.Done()
+		<-c.Done()
+		require.Equal(t, 3*vnetDelay+porous.MinTimeWait, time.Since(closed), "TIME-WAIT")
+	})
+}
+
+// TestPOROUSTooLarge: a message above Config.MaxMessage (2,000,000 bytes
+// from a peer allowing that, against the default 1 MiB) is dropped, but
+// not silently: counted in Stats.TooLarge and logged at Debug with the
+// peer's address. The message after it arrives.
+func TestPOROUSTooLarge(t *testing.T) {
+	var logs logBuffer
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Logger: logs.logger()})
+	defer ln.Close()
+	c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: POROUS, MaxMessage: 2_000_000})
+	defer c.Close()
+	require.NoError(t, c.WriteMessage(Message{Data: make([]byte, 2_000_000)}))
+	require.NoError(t, c.WriteMessage(Message{Data: []byte("after")}))
+	s, err := ln.AcceptMessages()
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	m, err := s.ReadMessage()
+	require.NoError(t, err)
+	require.Equal(t, "after", string(m.Data))
+	require.Equal(t, uint64(1), s.Stats().TooLarge)
+	require.Contains(t, logs.String(), `level=DEBUG msg="porous: incoming packet larger than MaxPacket dropped" peer=`+
+		c.LocalAddr().String()+` channel=0 packet=0 fragments=1378 min_size=1999405 max_packet=1048576`)
+}
+
+// TestPOROUSListenerLogsOtherProtocol: an Airhook opening at a POROUS
+// listener opens nothing and gets no answer (it may be spoofed), but the
+// listener logs it at Debug.
+func TestPOROUSListenerLogsOtherProtocol(t *testing.T) {
+	var logs logBuffer
+	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Logger: logs.logger()})
+	defer ln.Close()
+	raw := newRawPeer(t, ln.Addr())
+	raw.send([]byte{0x08, 0x00, 0x00, 0x01, 0x0a, 0x0a, 0x0a, 0x0a})
+	want := `level=DEBUG msg="rudp: datagram from an unknown address dropped: not an opening of the protocol" peer=` +
+		raw.pc.LocalAddr().String() + ` protocol=porous size=8`
+	for i := 0; !strings.Contains(logs.String(), want); i++ {
+		require.Less(t, i, 500, "no log line; got %q", logs.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, uint64(1), ln.Stats().UnknownDrops)
 }

@@ -217,3 +217,42 @@ func TestMessageConnAnswersAirhookReference(t *testing.T) {
 	require.Equal(t, "000200040078", recv())
 	send("0204000302") // A confirms it: seq 3, observed 4, E 2
 }
+
+// TestAirhookDialToSilentPeer: a peer playing the reference (airhook-2)
+// answers the opening with its session push, which echoes our session ID,
+// and then stays silent, as the reference does until it has data to send.
+// The dial succeeds on that answer.
+func TestAirhookDialToSilentPeer(t *testing.T) {
+	raw := newRawPeer(t, nil)
+	got := make(chan []byte, 2) // the opening, then our session push
+	go func() {
+		_ = raw.pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 2048)
+		for i := range 2 {
+			n, from, err := raw.pc.ReadFrom(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- append([]byte{}, buf[:n]...)
+			if i == 0 && n == 8 {
+				// O = the dialer's session, S = 0x0c0c0c0c; nothing after this.
+				answer := append([]byte{0x18, 0x01, 0x00, 0x02}, buf[4:8]...)
+				answer = append(answer, 0x0c, 0x0c, 0x0c, 0x0c)
+				_, _ = raw.pc.WriteTo(answer, from)
+			}
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := DialMessages(ctx, "udp", raw.pc.LocalAddr().String(),
+		&Config{Protocol: Airhook, HandshakeTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	defer c.Close()
+	opening, push := <-got, <-got
+	require.Len(t, opening, 8)
+	require.Equal(t, "08000001", fmt.Sprintf("%x", opening[:4]))
+	require.Equal(t, fmt.Sprintf("180200020c0c0c0c%x", opening[4:8]), fmt.Sprintf("%x", push),
+		"our session push: O = the peer's session, S = ours")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -153,8 +154,10 @@ func (c *Config) validateProtocol() error {
 // newEngine builds the protocol engine for one association. stream selects
 // rudp's stream semantics, where a restarted peer ends the association
 // instead of being adopted silently; accept, that the association is a
-// listener's, created by a datagram from an unknown address.
-func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, error) {
+// listener's, created by a datagram from an unknown address. What the
+// engine logs names peer.
+func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (engine.Engine, error) {
+	log := c.Logger.With("peer", peer)
 	switch c.Protocol {
 	case POROUS:
 		pri := make([]porous.Priority, c.Channels)
@@ -178,7 +181,7 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 		return porous.New(now, porous.Config{
 			Rand:                 c.Rand,
 			Congestion:           congestion.Algorithm(c.Congestion),
-			Logger:               c.Logger,
+			Logger:               log,
 			Channels:             c.Channels,
 			Priorities:           pri,
 			Weights:              c.ChannelWeights,
@@ -228,7 +231,7 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 			MaxQueued:            maxQueued,
 			InitialSeq:           seq,
 			Congestion:           congestion.Algorithm(c.Congestion),
-			Logger:               c.Logger,
+			Logger:               log,
 			KeepAlive:            c.KeepAlive,
 			IdleTimeout:          c.IdleTimeout,
 			HandshakeTimeout:     c.HandshakeTimeout,
@@ -239,7 +242,7 @@ func (c *Config) newEngine(now time.Time, stream, accept bool) (engine.Engine, e
 	return airhook.New(now, airhook.Config{
 		Rand:                 c.Rand,
 		Congestion:           congestion.Algorithm(c.Congestion),
-		Logger:               c.Logger,
+		Logger:               log,
 		MaxDatagram:          c.MTU,
 		KeepAlive:            c.KeepAlive,
 		IdleTimeout:          c.IdleTimeout,

@@ -18,6 +18,7 @@ type Stats struct {
 	Duplicates         uint64        // duplicate datagrams or messages dropped
 	PeerRestarts       uint64        // times the peer came back with a new session
 	Expired            uint64        // unreliable messages dropped unsent after Config.MaxUnreliableDelay
+	TooLarge           uint64        // messages from the peer dropped undelivered for exceeding Config.MaxMessage (POROUS); each is logged at Debug
 	SRTT               time.Duration // smoothed round-trip time (RFC 6298)
 	RTTVar             time.Duration // round-trip time variation
 	RTO                time.Duration // current retransmission timeout
@@ -55,6 +56,7 @@ func statsOf(a *assoc) Stats {
 		Duplicates:         s.Duplicates,
 		PeerRestarts:       s.PeerRestarts,
 		Expired:            s.Expired,
+		TooLarge:           s.TooLarge,
 		SRTT:               s.SRTT,
 		RTTVar:             s.RTTVar,
 		RTO:                s.RTO,

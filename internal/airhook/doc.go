@@ -47,14 +47,17 @@
 //     reference peer an idle timeout must exceed the peer's own
 //     keepalive interval (60 s for airproxy).
 //   - Handshake completion: the session is established once the peer
-//     has echoed our session ID and confirmed a packet of ours that
-//     carried both session fields (notes §3.2). To get there without
-//     waiting for data, a session answers at once every packet that still
-//     carries the peer's session fields, and repeats its own unconfirmed
-//     session push every RTO (with back-off). The reference does neither:
-//     a reference peer with nothing to send confirms the push only with
-//     its next message, so against it the handshake may complete only
-//     when either side sends one (mind Config.HandshakeTimeout).
+//     has echoed our session ID (O equal to ours), which is when the
+//     reference considers its session confirmed (notes §3.2). Only an
+//     endpoint that received our random ID can echo it, so this also
+//     shows that the peer's address receives what we send. The session
+//     push goes on after that: until the peer confirms a packet of ours
+//     that carried both session fields, every packet carries them and the
+//     last one is repeated every RTO (with back-off); a session also
+//     answers at once every packet that still carries the peer's session
+//     fields. The reference does neither: a reference peer with nothing
+//     to send confirms the push only with its next transmission, which
+//     does not hold up the handshake here.
 //   - Flag bit 7: a datagram with bit 7 set is not an Airhook packet and
 //     is rejected with ErrOutOfBand; the reference never sets the bit and
 //     does not check it. Bits 5 and 6 are ignored, as in the reference.

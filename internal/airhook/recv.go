@@ -173,7 +173,12 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
 	case conf.nextIn != s.nextIn || len(p.Missed) > 0:
 		s.retryArmed = true
 	}
-	if s.state == engine.StateHandshake && s.push == pushDone {
+	if s.state == engine.StateHandshake && s.peerKnowsUs {
+		// Open once the peer has echoed our session ID, as the reference
+		// judges it ("state confirmed", notes §3.2): only an endpoint
+		// that received our random ID can echo it. Our session push may
+		// still await the peer's confirmation, which a reference peer
+		// with nothing to send gives only with its next transmission.
 		s.state = engine.StateEstablished
 	}
 }

@@ -186,8 +186,8 @@ func (s *Session) Close(now time.Time) {
 	}
 }
 
-// State returns the lifecycle state. The session is established once both
-// ends know each other's session ID (notes §3.2); a peer restart adopted
+// State returns the lifecycle state. The session is established once the
+// peer has echoed our session ID (notes §3.2); a peer restart adopted
 // later does not return it to StateHandshake.
 func (s *Session) State() engine.State { return s.state }
 

@@ -63,19 +63,24 @@ func TestHandshakeWithoutData(t *testing.T) {
 	now := time.Unix(1, 0)
 	a, b := newRefSession(t, now, idA), newRefSession(t, now, idB)
 	buf := make([]byte, DefaultMaxDatagram)
-	for i, want := range []string{
-		"080000010a0a0a0a",         // A: S
-		"180100020a0a0a0a0b0b0b0b", // B: O+S, session push
-		"180200020b0b0b0b0a0a0a0a", // A: O+S, session push; B is established
-		"00020003",                 // B: confirms A's push at once (a choice)
+	hs, est := engine.StateHandshake, engine.StateEstablished
+	for i, step := range []struct {
+		want   string
+		ah, bh engine.State // after the packet
+	}{
+		{"080000010a0a0a0a", hs, hs},           // A: S
+		{"180100020a0a0a0a0b0b0b0b", est, hs},  // B: O+S, session push; B echoed A's ID
+		{"180200020b0b0b0b0a0a0a0a", est, est}, // A: O+S, session push; A echoed B's ID
+		{"00020003", est, est},                 // B: confirms A's push at once (a choice)
 	} {
 		from, to := a, b
 		if i%2 == 1 {
 			from, to = b, a
 		}
 		n := from.Poll(now, buf)
-		require.Equal(t, want, hex.EncodeToString(buf[:n]), i)
+		require.Equal(t, step.want, hex.EncodeToString(buf[:n]), i)
 		require.NoError(t, to.HandleDatagram(now, buf[:n]))
+		require.Equal(t, []engine.State{step.ah, step.bh}, []engine.State{a.State(), b.State()}, i)
 	}
 	for _, s := range []*Session{a, b} {
 		require.Equal(t, engine.StateEstablished, s.State())
@@ -110,13 +115,50 @@ func TestSessionPushRepeatedUntilConfirmed(t *testing.T) {
 	relay(b, a, "180100020a0a0a0a0b0b0b0b")
 	relay(a, b, "180200020b0b0b0b0a0a0a0a")
 	relay(b, nil, "00020003") // lost
-	require.Equal(t, engine.StateHandshake, a.State())
+	require.Equal(t, engine.StateEstablished, a.State(), "B echoed A's session")
 	require.Equal(t, now.Add(time.Second), a.Deadline())
 	now = now.Add(time.Second)
 	relay(a, b, "180200020b0b0b0b0a0a0a0a")
 	relay(b, a, "00020003") // header repeat of B's lost packet
 	require.Equal(t, engine.StateEstablished, a.State())
 	require.True(t, a.Deadline().IsZero())
+}
+
+// TestDialToSilentReference replays a capture against the reference
+// (airhook-2): the reference answers our opening with its session push,
+// echoing our session ID, and then says nothing until it has data, since it
+// confirms our push only with its next transmission. The session is open
+// from the reference's first answer; its own push is still repeated, with
+// back-off, and the handshake timeout no longer applies.
+func TestDialToSilentReference(t *testing.T) {
+	t0 := time.Unix(1, 0)
+	s, err := New(t0, Config{Session: idA, HandshakeTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	buf := make([]byte, DefaultMaxDatagram)
+	n := s.Poll(t0, buf)
+	require.Equal(t, "080000010a0a0a0a", hex.EncodeToString(buf[:n]))
+	c, _ := hex.DecodeString("180100020a0a0a0a0c0c0c0c") // the reference: O=A S=C
+	require.NoError(t, s.HandleDatagram(t0, c))
+	require.Equal(t, engine.StateEstablished, s.State())
+	require.Equal(t, uint32(idC), s.PeerSession())
+
+	var at []time.Duration
+	for now := t0; now.Sub(t0) < 5*time.Second; now = s.Deadline() {
+		if n := s.Poll(now, buf); n > 0 {
+			require.Equal(t, "180200020c0c0c0c0a0a0a0a", hex.EncodeToString(buf[:n]))
+			at = append(at, now.Sub(t0))
+		}
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{0, 250 * ms, 750 * ms, 1750 * ms, 3750 * ms}, at,
+		"the push is repeated at 0.25, 0.5, 1 and 2 s intervals")
+	require.Equal(t, engine.StateEstablished, s.State())
+	require.NoError(t, s.Err())
+
+	// The reference's next transmission confirms the push at last.
+	c, _ = hex.DecodeString("00020003")
+	require.NoError(t, s.HandleDatagram(t0.Add(4*time.Second), c))
+	require.True(t, s.Deadline().IsZero())
 }
 
 func TestSessionIDs(t *testing.T) {

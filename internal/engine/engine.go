@@ -125,6 +125,7 @@ type Stats struct {
 	Duplicates      uint64 // duplicate packets or messages dropped
 	PeerRestarts    uint64 // new peer sessions seen after the first
 	Expired         uint64 // unreliable messages dropped unsent after waiting too long
+	TooLarge        uint64 // messages from the peer dropped undelivered: larger than the largest accepted
 	Challenges      uint64 // restarts or closes announced by the peer's address and challenged
 	SpoofsRefused   uint64 // of those, refused because the live session answered
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its
@@ -244,3 +245,13 @@ func (e timeoutError) Timeout() bool { return true }
 
 // Temporary reports true, as net.Error timeouts do.
 func (e timeoutError) Temporary() bool { return true }
+
+// PeerCloser is implemented by engines that stay open for a while after
+// taking the peer's close, to answer its repeats (POROUS's TIME-WAIT).
+// PeerClosed reports whether the peer has closed: nothing more will be
+// delivered, so that a reader can be told at once rather than when the
+// engine reaches StateClosed. err is what Err will then report: nil for a
+// graceful close, or an error wrapping ErrPeerClosed.
+type PeerCloser interface {
+	PeerClosed() (closed bool, err error)
+}

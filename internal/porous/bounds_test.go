@@ -1,8 +1,13 @@
 package porous
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/stretchr/testify/require"
 )
 
@@ -114,5 +119,37 @@ func TestReceiveQueueOutOfOrder(t *testing.T) {
 func BenchmarkReceiveQueueOutOfOrder(b *testing.B) {
 	for b.Loop() {
 		fillDescending(b, newFakePeer(b, Config{}))
+	}
+}
+
+// TestTooLargeDropped: a packet above the receiver's MaxPacket, whether
+// its fragment count already says so (2,000,000 bytes against the default
+// 1 MiB) or only its last fragment does, is dropped undelivered, counted
+// in Stats.TooLarge and logged at Debug; the packet after it is
+// delivered.
+func TestTooLargeDropped(t *testing.T) {
+	for _, tc := range []struct {
+		max, size int
+		log       string
+	}{
+		{0, 2_000_000, "fragments=1378 min_size=1999405 max_packet=1048576"},
+		{2*FragmentSize + 10, 2*FragmentSize + 11, "fragments=3 min_size=2915 max_packet=2914"},
+	} {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		p := newPair(t, Config{MaxPacket: tc.size}, Config{MaxPacket: tc.max, Logger: logger}, 5*time.Millisecond, 0, 1)
+		require.NoError(t, p.A.Send(make([]byte, tc.size), engine.SendOptions{}))
+		p.RunUntil(100_000, func() bool { return p.A.Pending() == 0 })
+		require.NoError(t, p.A.Send([]byte("after"), engine.SendOptions{}))
+		var got []string
+		p.RunUntil(100_000, func() bool {
+			got = append(got, recvStrings(p.B)...)
+			return len(got) > 0
+		})
+		require.Equal(t, []string{"after"}, got)
+		require.Equal(t, uint64(1), p.B.Stats().TooLarge)
+		require.Contains(t, logs.String(),
+			`level=DEBUG msg="porous: incoming packet larger than MaxPacket dropped" channel=0 packet=0 `+tc.log)
+		require.Equal(t, 1, strings.Count(logs.String(), "larger than MaxPacket"))
 	}
 }

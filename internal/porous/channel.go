@@ -680,11 +680,11 @@ func (s *Session) deliverTouched() {
 }
 
 // deliver walks the channel's queue as notes §3.6 prescribes: an entry
-// whose dependency is neither delivered nor skipped stops the walk; a dud
-// is consumed with no delivery; a complete packet is consumed and
-// delivered (nothing if larger than MaxPacket); a sentinel entry is
-// consumed with no delivery once the newest entry is 63488 or more
-// packets ahead; other entries are passed over. Consuming an entry drops
+// whose dependency is neither delivered nor skipped stops the walk; a dud,
+// or a complete packet larger than MaxPacket, is consumed with no delivery
+// (see tooLarge); a complete packet is consumed and delivered; a sentinel
+// entry is consumed with no delivery once the newest entry is 63488 or
+// more packets ahead; other entries are passed over. Consuming an entry drops
 // every earlier one and moves the base past it. Unlike the reference, the
 // walk goes on after consuming a sentinel or dud (notes §4 bug 2).
 func (s *Session) deliver(ch uint8) {
@@ -700,15 +700,14 @@ func (s *Session) deliver(ch uint8) {
 			return
 		}
 		switch {
-		case e.dud:
+		case e.dud, e.complete() && e.size > s.cfg.MaxPacket:
+			s.tooLarge(ch, e)
 		case e.complete():
-			if e.size <= s.cfg.MaxPacket {
-				n := entryCost + cap(e.buf)
-				s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch})
-				s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
-				s.recvBytes += n
-				e.exempt = 0 // the Recv queue holds it now
-			}
+			n := entryCost + cap(e.buf)
+			s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch})
+			s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
+			s.recvBytes += n
+			e.exempt = 0 // the Recv queue holds it now
 		case e.sentinel && (newest-e.seq)&seqMask24 >= ChannelWindow-WindowAckSpacing:
 		default:
 			continue
@@ -716,6 +715,18 @@ func (s *Session) deliver(ch uint8) {
 		s.consume(ch, off)
 		off = ^uint32(0) // from the new base
 	}
+}
+
+// tooLarge accounts for a packet consumed without delivery because it is
+// larger than MaxPacket: counted in Stats.TooLarge and logged at Debug.
+func (s *Session) tooLarge(ch uint8, e *rxEntry) {
+	s.stats.TooLarge++
+	size := int(e.last)*FragmentSize + 1 // a dud: at least this
+	if !e.dud {
+		size = e.size
+	}
+	s.cfg.Logger.Debug("porous: incoming packet larger than MaxPacket dropped",
+		"channel", ch, "packet", e.seq, "fragments", int(e.last)+1, "min_size", size, "max_packet", s.cfg.MaxPacket)
 }
 
 // consume drops the entries of the channel's queue up to offset last

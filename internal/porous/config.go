@@ -90,8 +90,9 @@ type Config struct {
 	MaxUnreliableDelay time.Duration
 	// MaxPacket is the largest message Send accepts and the largest packet
 	// reassembled, in bytes (default 1 MiB, at most MaxPacketLimit).
-	// Incoming packets announcing more fragments than that are "duds":
-	// consumed without delivery (notes §3.6).
+	// Incoming packets larger than that, or announcing more fragments
+	// than it needs, are consumed without delivery (notes §3.6 "duds"),
+	// counted in Stats.TooLarge and logged at Debug to Logger.
 	MaxPacket int
 	// MaxQueued bounds Pending: Send returns engine.ErrQueueFull when
 	// MaxQueued messages are pending (default 1024).
@@ -159,8 +160,9 @@ type Config struct {
 	// congestion.AIMD (the paper's window, loss detected by timeout only,
 	// docs/protocols/porous.md §3.3). It changes nothing on the wire.
 	Congestion congestion.Algorithm
-	// Logger receives the congestion controller's events at Debug level;
-	// nil discards them.
+	// Logger receives debug events: incoming packets dropped for being
+	// larger than MaxPacket, and the congestion controller's events. nil
+	// discards them.
 	Logger *slog.Logger
 }
 
@@ -179,6 +181,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
 	c.MaxUnreliableDelay = cmp.Or(c.MaxUnreliableDelay, DefaultMaxUnreliableDelay)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	switch {
 	case c.Channels < 1 || c.Channels > MaxChannels:
 		return c, fmt.Errorf("%w: Channels %d not in 1..%d", errConfig, c.Channels, MaxChannels)

@@ -18,8 +18,10 @@
 //
 // # Deviations and choices
 //
-// Nothing below changes the bytes on the wire; where the reference or the
-// paper leaves room, or has a bug, this is what Session does (notes §5).
+// Where the reference or the paper leaves room, or has a bug, this is what
+// Session does (notes §5). Only the challenge of a close (below) puts
+// frames on the wire that the reference would not send there, and the
+// reference ignores them.
 //
 //   - Flow of a flush: as the reference, control frames in the order they
 //     were queued, then DataAcks, then Data frames; but Poll hands out one
@@ -82,14 +84,31 @@
 //     answering the peer's Disconnect the session keeps answering its
 //     repeats for max(2·RTO, 1 s) (the reference: 20 s in Disconnected),
 //     then ends: Err is nil if nothing of ours was pending, else it wraps
-//     engine.ErrPeerClosed (always so during the handshake).
+//     engine.ErrPeerClosed (always so during the handshake). PeerClosed
+//     reports the peer's close from the moment it is taken, so that a
+//     reader need not wait for the end of that TIME-WAIT.
+//   - Challenges (RFC 5961): a Disconnect, or a Connect with a new nonce,
+//     that arrives while connected may be a blind attacker's, spoofing
+//     the peer's address. It is taken only after a Ping that the live
+//     session would answer (PingAck) got no answer within an RTO; a
+//     PingAck refuses it (Stats.Challenges, Stats.SpoofsRefused;
+//     Config.NoChallenge turns this off). A disconnecting peer ignores
+//     Pings in the reference, so against it a close costs an RTO more.
+//     A disconnecting Session instead answers a Ping with a ConnectAck
+//     whose nonce is the pinging peer's nonce XOR (ping id + 1), which a
+//     blind attacker cannot forge; the challenger takes the Disconnect on
+//     it, one round trip after it came. The reference pings only while
+//     connected, and then ignores ConnectAck.
 //   - Handshake failures: an incompatible Connect (version, channel count)
 //     ends the session with engine.ErrIncompatible and nothing sent; a
 //     ConnectAck for another nonce ends it with engine.ErrRejected; both
 //     are the reference's "Disconnected" (notes §3.2), here StateClosed at
 //     once.
 //   - Peer creation (Config.Accept): only a compatible Connect creates a
-//     session (the reference accepts any frame that parses; notes §5).
+//     session (the reference accepts any frame that parses; notes §5). A
+//     listener answers an incompatible one without creating anything
+//     (see Refusal): its own Connect, so that the peer gives up at once
+//     as it would with the reference's, then a Disconnect.
 //   - Restarted peer: while connected, a Connect with a new nonce is
 //     acknowledged as the reference does (Stats.PeerRestarts counts it),
 //     or, with Config.RejectNewPeerSession, refused with
@@ -113,7 +132,9 @@
 //   - Delivery: the notes' §3.6 walk, which goes on after consuming a
 //     sentinel or dud entry (notes §4 bug 2). Delivered messages wait in
 //     Recv's queue, which the caller drains. engine.Message.Reliable is
-//     false: the send mode is not on the wire.
+//     false: the send mode is not on the wire. A packet larger than
+//     Config.MaxPacket is dropped (acknowledged, as the reference does),
+//     counted in Stats.TooLarge and logged at Debug to Config.Logger.
 //   - Pending: a Reliable or Passive packet is pending until every frame
 //     carrying its fragments is acknowledged, an Unreliable one until all
 //     its fragments are sent. Send refuses more than Config.MaxQueued

@@ -384,6 +384,58 @@ func TestChallengedDisconnect(t *testing.T) {
 	require.NoError(t, a.Err())
 }
 
+// TestDisconnectProvenInOneRTT: A closes; B challenges its Disconnect;
+// A, disconnecting, answers the Ping with the proof of its close (a
+// ConnectAck of B's nonce XOR (ping id + 1)) instead of ignoring it, so B
+// takes the close one round trip after the Disconnect came, not an RTO
+// later. B has closed for its reader at once; its TIME-WAIT goes on.
+func TestDisconnectProvenInOneRTT(t *testing.T) {
+	a, b := connected(t, Config{}, Config{})
+	a.Close(at(100))
+	require.Equal(t, []string{disconnectHex}, pollHex(t, a, at(100)))
+	feedHex(t, b, at(110), disconnectHex)
+	require.Equal(t, []string{pingHex(1)}, pollHex(t, b, at(110)), "challenged")
+	closed, _ := b.PeerClosed()
+	require.False(t, closed)
+	feedHex(t, a, at(120), pingHex(1))
+	require.Equal(t, []string{ackHex(nonceB ^ 2)}, pollHex(t, a, at(120)), "the proof, not a PingAck")
+	feedHex(t, b, at(130), ackHex(nonceB^2))
+	closed, err := b.PeerClosed()
+	require.True(t, closed)
+	require.NoError(t, err)
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, b, at(130)))
+	require.Equal(t, engine.StateClosing, b.State(), "TIME-WAIT")
+	require.Equal(t, at(130).Add(MinTimeWait), b.Deadline())
+	feedHex(t, a, at(140), disconnectAckHex)
+	require.Equal(t, engine.StateClosed, a.State())
+	require.NoError(t, a.Err())
+	require.Empty(t, pollHex(t, b, at(130).Add(MinTimeWait)))
+	require.Equal(t, engine.StateClosed, b.State())
+	require.NoError(t, b.Err())
+	require.Zero(t, b.Stats().SpoofsRefused)
+}
+
+// TestCloseProofMustMatch: a ConnectAck that is not the proof for the
+// running challenge's Ping (the plain nonce, as a repeat from the
+// handshake; another Ping's proof; any proof with no challenge running)
+// changes nothing: the Disconnect is taken only when the challenge runs
+// out, an RTO after it came.
+func TestCloseProofMustMatch(t *testing.T) {
+	a, _ := connected(t, Config{}, Config{})
+	feedHex(t, a, at(5), ackHex(nonceA^2)) // no challenge running
+	feedHex(t, a, at(10), disconnectHex)
+	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)))
+	feedHex(t, a, at(15), ackHex(nonceA), ackHex(nonceA^1), ackHex(nonceA^3), ackHex(nonceB^2))
+	require.Empty(t, pollHex(t, a, at(15)))
+	closed, _ := a.PeerClosed()
+	require.False(t, closed)
+	rto := a.rto()
+	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
+	closed, _ = a.PeerClosed()
+	require.True(t, closed)
+}
+
 func TestTimeouts(t *testing.T) {
 	s := newSession(t, epoch, Config{Nonce: nonceA, HandshakeTimeout: 3 * time.Second})
 	for now := at(0); s.State() != engine.StateClosed; now = s.Deadline() {

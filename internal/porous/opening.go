@@ -9,3 +9,23 @@ package porous
 func IsOpening(p []byte) bool {
 	return len(p) == fixedSize[FrameConnect] && FrameType(p[0]) == FrameConnect
 }
+
+// Refusal returns the datagrams with which a listener of channels
+// channels answers a Connect it cannot accept (another version or
+// channel count), holding no state for the peer:
+//
+//   - its own Connect (version, channel count, no bandwidth limit, nonce
+//     0: no session is offered), which tells the peer what this end
+//     speaks; a connecting peer, the reference included, gives up at once
+//     on a Connect it is incompatible with (notes §3.2), and a Session
+//     ends with engine.ErrIncompatible;
+//   - then a Disconnect, so that a compatible peer whose address a
+//     spoofed Connect carried ends its handshake (engine.ErrPeerClosed)
+//     rather than take the refusal for this end's Connect.
+//
+// Together 12 bytes, in answer to an 11-byte Connect.
+func Refusal(channels int) [][]byte {
+	c := Frame{Type: FrameConnect, Version: Version, Channels: channels, MaxRxBandwidth: NoBandwidthLimit}
+	d := Frame{Type: FrameDisconnect}
+	return [][]byte{c.AppendTo(nil), d.AppendTo(nil)}
+}

@@ -1,8 +1,10 @@
 package porous
 
 import (
+	"encoding/hex"
 	"testing"
 
+	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,4 +21,19 @@ func TestIsOpening(t *testing.T) {
 	}
 	require.False(t, IsOpening(nil))
 	require.Zero(t, testing.AllocsPerRun(100, func() { IsOpening(connect) }))
+}
+
+// TestRefusal: the listener's answer to an incompatible Connect is its
+// own Connect then a Disconnect; a connecting dialer with another channel
+// count ends with engine.ErrIncompatible on the first, whatever follows.
+func TestRefusal(t *testing.T) {
+	r := Refusal(3)
+	require.Equal(t, []string{"000002ffffffff00000000", disconnectHex}, []string{hex.EncodeToString(r[0]), hex.EncodeToString(r[1])})
+	d := newSession(t, epoch, Config{Nonce: nonceA, Channels: 2})
+	require.Equal(t, []string{"000001ffffffff0a0a0a0a"}, pollHex(t, d, at(0)))
+	feedHex(t, d, at(1), hex.EncodeToString(r[0]))
+	require.Equal(t, engine.StateClosed, d.State())
+	require.ErrorIs(t, d.Err(), engine.ErrIncompatible)
+	require.EqualError(t, d.Err(), "peer parameters incompatible: porous: peer speaks version 0 with 3 channels, we version 0 with 2")
+	require.ErrorIs(t, d.HandleDatagram(at(1), r[1]), engine.ErrClosed)
 }

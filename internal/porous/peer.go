@@ -123,11 +123,9 @@ func (s *Session) handle(f *Frame, n int) error {
 		case FrameConnect:
 			s.pushCtl(FrameConnectAck, f.Nonce)
 		case FrameDisconnect:
-			var err error
-			if s.pending > 0 {
-				err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
-			}
-			s.peerDisconnect(err)
+			s.acceptClose()
+		case FrameConnectAck:
+			s.closeProven(f.Nonce)
 		case FramePing:
 			s.pushCtl(FramePingAck, uint32(f.PingID))
 		case FramePingAck:
@@ -138,6 +136,10 @@ func (s *Session) handle(f *Frame, n int) error {
 		}
 	case stDisconnecting:
 		switch f.Type {
+		case FramePing:
+			// Not a PingAck: the peer may be challenging our Disconnect
+			// (see closeProof).
+			s.pushCtl(FrameConnectAck, closeProof(s.peerNonce, f.PingID))
 		case FrameDisconnect:
 			s.peerDisconnect(s.lingerError())
 		case FrameDisconnectAck:
@@ -178,11 +180,23 @@ func (s *Session) tryConnect() {
 	s.lastRx = s.now
 }
 
+// acceptClose takes the peer's Disconnect while connected: Err will wrap
+// engine.ErrPeerClosed if messages of ours are unconfirmed.
+func (s *Session) acceptClose() {
+	var err error
+	if s.pending > 0 {
+		err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
+	}
+	s.peerDisconnect(err)
+}
+
 // peerDisconnect answers the peer's Disconnect and enters TIME-WAIT
-// (notes §3.8), ending later with err.
+// (notes §3.8), ending later with err. The peer has closed from now on
+// (see PeerClosed).
 func (s *Session) peerDisconnect(err error) {
 	s.pushCtl(FrameDisconnectAck, 0)
 	s.st = stDisconnected
+	s.peerClosed = true
 	s.err = err
 	s.twLimit = s.now.Add(maxTimeWait)
 	s.twEnd = s.now.Add(s.timeWait())
@@ -209,6 +223,10 @@ func (s *Session) enterDisconnecting() {
 // Disconnect answered, the restart adopted or refused. Until then it is
 // ignored, and it must come again (the peer repeats both every 500 ms)
 // once the challenge is over.
+//
+// A disconnecting peer running this package answers the challenge of its
+// Disconnect with a proof of its close (closeProof), so that the close is
+// taken one round trip after the Disconnect arrived rather than an RTO.
 type challengeKind uint8
 
 const (
@@ -250,13 +268,47 @@ func (s *Session) challengeExpired() {
 	k := s.chalKind
 	s.chalKind, s.chalPassed = challengeNone, k
 	if k == challengeClose {
-		var err error
-		if s.pending > 0 {
-			err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
-		}
-		s.peerDisconnect(err)
+		s.acceptClose()
 	}
 }
+
+// closeProof is the nonce field of the ConnectAck with which a
+// disconnecting session answers a Ping of id ping from the peer whose
+// Connect carried nonce, in place of the PingAck a live session sends: the
+// peer challenging our Disconnect takes it as proof that the close is
+// real, without waiting an RTO for a PingAck that never comes.
+//
+// Why it proves the close: the value depends on the peer's nonce, 32
+// random bits a blind attacker never saw, and on the id of the challenge
+// Ping (so an old ConnectAck, such as a repeat from the handshake, never
+// matches: it carried the nonce itself, and id + 1 is never 0). A
+// spoofer would have to guess it within the challenge's RTO, one try per
+// datagram; the PingAck that refutes a spoofed Disconnect is unchanged.
+//
+// Why the reference is unaffected: it sends Ping only while connected,
+// where it ignores ConnectAck (notes §3.1); a ConnectAck for another
+// nonce ends only a connecting peer, which sends no Ping.
+func closeProof(nonce uint32, ping uint16) uint32 { return nonce ^ (uint32(ping) + 1) }
+
+// closeProven takes the peer's Disconnect at once when a ConnectAck with
+// nonce proves it (closeProof) during its challenge; any other
+// ConnectAck is ignored while connected, as by the reference.
+func (s *Session) closeProven(nonce uint32) {
+	if s.chalKind == challengeClose && nonce == closeProof(s.nonce, s.chalPing) {
+		s.chalKind = challengeNone
+		s.acceptClose()
+	}
+}
+
+// PeerClosed reports whether the peer's Disconnect has been taken:
+// nothing more will be delivered (a peer disconnects once its frames are
+// acknowledged, notes §3.8, so what it sent is already in Recv's queue).
+// A reader can be told at once, while the session stays in TIME-WAIT to
+// answer the peer's repeats and reaches StateClosed only after it. err
+// is what Err will then report: nil, or an error wrapping
+// engine.ErrPeerClosed (also when the peer disconnected during the
+// handshake).
+func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s.err }
 
 // sendPing queues a Ping and remembers when it left.
 func (s *Session) sendPing() {

@@ -8,7 +8,10 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-var _ engine.Engine = (*Session)(nil)
+var (
+	_ engine.Engine     = (*Session)(nil)
+	_ engine.PeerCloser = (*Session)(nil)
+)
 
 // peerState is the reference's peer state (paper §2.2, notes §3.1).
 type peerState uint8
@@ -68,6 +71,8 @@ type Session struct {
 	nonce uint32
 	st    peerState
 	err   error // reported once st is stZombie
+
+	peerClosed bool // the peer's Disconnect was taken (see PeerClosed)
 
 	closing bool // Close was called
 	closeAt time.Time
@@ -322,7 +327,8 @@ func (s *Session) Pending() int { return s.pending }
 // Stats returns a snapshot of the counters. PacketsSent counts datagrams,
 // MessagesSent packets whose last fragment went out for the first time,
 // Retransmits frames resent, Duplicates fragments and sentinels received
-// again, PacketsRejected datagrams that did not decode or were refused.
+// again, PacketsRejected datagrams that did not decode or were refused,
+// TooLarge incoming packets dropped for exceeding Config.MaxPacket.
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rto()
