@@ -9,8 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pion/logging"
-	"github.com/pion/transport/v3/vnet"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,26 +20,8 @@ import (
 // was read; the close that follows must complete on both ends.
 func vnetTransfer(t *testing.T, p Protocol, lossPercent int, size int) (elapsed time.Duration, cs, ss Stats) {
 	synctest.Test(t, func(t *testing.T) {
-		router, err := vnet.NewRouter(&vnet.RouterConfig{
-			CIDR: "192.0.2.0/24", MinDelay: 5 * time.Millisecond,
-			LoggerFactory: logging.NewDefaultLoggerFactory(),
-		})
-		require.NoError(t, err)
-		hosts := make([]*vnet.Net, 2)
-		for i := range hosts {
-			hosts[i], err = vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{[]string{"192.0.2.1", "192.0.2.2"}[i]}})
-			require.NoError(t, err)
-			lf, err := vnet.NewLossFilterWithOptions(hosts[i], lossPercent, vnet.WithLossSeed(int64(i+1)))
-			require.NoError(t, err)
-			require.NoError(t, router.AddNet(lf))
-		}
-		require.NoError(t, router.Start())
-		defer router.Stop()
-
-		spc, err := hosts[0].ListenPacket("udp", "192.0.2.1:4000")
-		require.NoError(t, err)
-		cpc, err := hosts[1].ListenPacket("udp", "192.0.2.2:4000")
-		require.NoError(t, err)
+		vp := newVPath(t, lossPercent)
+		spc, cpc := vp.server, vp.client
 		cfg := &Config{Protocol: p, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute, Linger: time.Minute,
 			Rand: rand.NewChaCha8([32]byte{byte(lossPercent)})} // session IDs and nonces too are seeded
 		ln := Server(spc, cfg)
