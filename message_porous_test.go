@@ -177,7 +177,8 @@ func TestPOROUSWire(t *testing.T) {
 	// Connect: version 0, 1 channel, 100,000,000 B/s, nonce d430804d.
 	send([]byte{0x00, 0x00, 0x00, 0x05, 0xf5, 0xe1, 0x00, 0xd4, 0x30, 0x80, 0x4d})
 	var theirs []byte // the listener's Connect
-	for acked := false; !acked || theirs == nil; {
+	for i, acked := 0, false; !acked || theirs == nil; i++ {
+		require.Less(t, i, 100, "no ConnectAck and Connect in 100 frames")
 		f := recv()
 		switch f[0] {
 		case 1:
@@ -193,9 +194,9 @@ func TestPOROUSWire(t *testing.T) {
 	}
 	nonce := theirs[7:11]
 	send(append([]byte{0x01}, nonce...)) // ConnectAck
-	mc, err := ln.AcceptMessages()
-	require.NoError(t, err)
+	mc := accept(t, ln).(*MessageConn)
 	defer mc.Close()
+	bound(t, mc)
 
 	// Data: frame seq = the listener's nonce, one fragment "hello" on
 	// channel 0, packet 0.
@@ -206,7 +207,8 @@ func TestPOROUSWire(t *testing.T) {
 	m, err := mc.ReadMessage()
 	require.NoError(t, err)
 	require.Equal(t, "hello", string(m.Data))
-	for {
+	for i := 0; ; i++ {
+		require.Less(t, i, 100, "no DataAck in 100 frames")
 		f := recv()
 		if f[0] == 7 {
 			require.Equal(t, append([]byte{0x07, 0x00, 0x01}, nonce...), f, "DataAck of our frame")

@@ -22,13 +22,13 @@ func messagePair(t testing.TB, cfg *Config, l link) (client, server *MessageConn
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, client.Handshake(ctx))
-	server, err := ln.AcceptMessages()
-	require.NoError(t, err)
+	server = accept(t, ln).(*MessageConn)
 	t.Cleanup(func() {
 		client.Close()
 		server.Close()
 		ln.Close()
 	})
+	bound(t, client, server)
 	return client, server
 }
 
@@ -187,6 +187,7 @@ func TestMessageConnSpeaksPlainAirhook(t *testing.T) {
 
 	c := ClientMessages(udpSocket(t, nil, 0), raw.LocalAddr(), &Config{Protocol: Airhook})
 	defer c.Close()
+	bound(t, c)
 	require.NoError(t, c.WriteMessage(Message{Data: []byte("to the reference")}))
 	m, err := c.ReadMessage()
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package rudp
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -22,6 +23,7 @@ import (
 // nothing.
 type vpath struct {
 	server, client net.PacketConn // on hosts serverIP and clientIP
+	clientHost     *vnet.Net
 
 	mu   sync.Mutex
 	cut  [2]bool     // indexed by toSrv: nothing is delivered that way
@@ -58,6 +60,7 @@ func newVPath(t *testing.T, lossPercent int) *vpath {
 	for i, ip := range []string{serverIP, clientIP} {
 		host, err := vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{ip}})
 		require.NoError(t, err)
+		p.clientHost = host
 		var nic vnet.NIC = host
 		if lossPercent > 0 {
 			nic, err = vnet.NewLossFilterWithOptions(host, lossPercent, vnet.WithLossSeed(int64(i+1)))
@@ -71,6 +74,16 @@ func newVPath(t *testing.T, lossPercent int) *vpath {
 	t.Cleanup(func() { _ = router.Stop() })
 	p.server, p.client = pcs[0], pcs[1]
 	return p
+}
+
+// socket opens another socket on the client's host, closed at the end of
+// the test.
+func (p *vpath) socket(t *testing.T, port int) net.PacketConn {
+	t.Helper()
+	pc, err := p.clientHost.ListenPacket("udp", fmt.Sprintf("%s:%d", clientIP, port))
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	return pc
 }
 
 func (p *vpath) filter(c vnet.Chunk) bool {
