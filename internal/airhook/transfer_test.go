@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -105,18 +106,9 @@ func BenchmarkSessionTransfer(b *testing.B) {
 			}
 		}
 	}
-	b.SetBytes(int64(len(msg)))
-	b.ReportAllocs()
-	for b.Loop() {
-		for tx.Send(msg, engine.SendOptions{}) != nil {
-			now = now.Add(time.Millisecond)
-			exchange(tx, rx)
-			exchange(rx, tx)
-			for {
-				if _, ok := rx.Recv(); !ok {
-					break
-				}
-			}
-		}
-	}
+	enginetest.BenchmarkTransfer(b, tx, rx, msg, engine.SendOptions{}, func() {
+		now = now.Add(time.Millisecond)
+		exchange(tx, rx)
+		exchange(rx, tx)
+	})
 }
