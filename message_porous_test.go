@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -156,12 +157,23 @@ func TestPOROUSCloseIsEOF(t *testing.T) {
 // TestPOROUSChannelMismatch: a listener refuses a peer configured with
 // another channel count; the dialer's handshake never completes.
 func TestPOROUSChannelMismatch(t *testing.T) {
-	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: POROUS, Channels: 2})
-	defer ln.Close()
-	c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(),
-		&Config{Protocol: POROUS, Channels: 3, HandshakeTimeout: 300 * time.Millisecond})
-	defer c.Close()
-	require.ErrorIs(t, c.Handshake(context.Background()), ErrHandshakeTimeout)
+	synctest.Test(t, func(t *testing.T) {
+		vp := newVPath(t, 0)
+		ln := ServerMessages(vp.server, &Config{Protocol: POROUS, Channels: 2})
+		t.Cleanup(func() {
+			ln.Close()
+			time.Sleep(DefaultHandshakeTimeout) // whatever the listener still holds ends
+		})
+		c := ClientMessages(vp.client, ln.Addr(),
+			vcfg(Config{Protocol: POROUS, Channels: 3, HandshakeTimeout: 300 * time.Millisecond}))
+		start := time.Now()
+		requireTimeout(t, c.Handshake(context.Background()), ErrHandshakeTimeout)
+		require.Equal(t, 300*time.Millisecond, time.Since(start))
+		ln.q.mu.Lock()
+		held := len(ln.q.pending) + len(ln.q.queue)
+		ln.q.mu.Unlock()
+		require.Zero(t, held, "the listener holds no conn for it")
+	})
 }
 
 // TestPOROUSWire: a peer that is nothing but a UDP socket sending the
