@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -105,66 +104,6 @@ func TestCloseWriteHalfClose(t *testing.T) {
 	require.Equal(t, "response", string(resp))
 }
 
-// TestIdleTimeout: a peer that vanishes without a word makes Read fail
-// with ErrIdleTimeout, a net.Error timeout, within the idle timeout.
-func TestIdleTimeout(t *testing.T) {
-	cfg := &Config{IdleTimeout: 600 * time.Millisecond, KeepAlive: 100 * time.Millisecond}
-	c, _, ln := streamPair(t, cfg, links[0])
-	require.NoError(t, ln.ep.pc.Close()) // the server's socket is gone
-
-	start := time.Now()
-	_, err := c.Read(make([]byte, 1))
-	require.ErrorIs(t, err, ErrIdleTimeout)
-	var ne net.Error
-	require.ErrorAs(t, err, &ne)
-	require.True(t, ne.Timeout())
-	require.Less(t, time.Since(start), 5*time.Second)
-	_, err = c.Write([]byte("x"))
-	require.ErrorIs(t, err, ErrIdleTimeout)
-}
-
-// TestKeepAliveHoldsIdleConn: an idle but healthy conn outlives several
-// idle timeouts because keepalives are answered.
-func TestKeepAliveHoldsIdleConn(t *testing.T) {
-	cfg := &Config{IdleTimeout: 600 * time.Millisecond, KeepAlive: 50 * time.Millisecond}
-	c, s, _ := streamPair(t, cfg, links[0])
-	time.Sleep(2 * time.Second) // more than three idle timeouts
-	_, err := c.Write([]byte("still here"))
-	require.NoError(t, err)
-	buf := make([]byte, 32)
-	n, err := s.Read(buf)
-	require.NoError(t, err)
-	require.Equal(t, "still here", string(buf[:n]))
-}
-
-// TestHandshakeTimeout: dialing a socket that never answers fails with
-// ErrHandshakeTimeout after Config.HandshakeTimeout, a net.Error timeout
-// whose text says what was tried and why a peer may stay silent.
-func TestHandshakeTimeout(t *testing.T) {
-	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer silent.Close()
-	to := silent.LocalAddr().String()
-	d := Dialer{Config: &Config{Protocol: Airhook, HandshakeTimeout: 300 * time.Millisecond}}
-	_, err = d.Dial("udp", to)
-	require.ErrorIs(t, err, ErrHandshakeTimeout)
-	var ne net.Error
-	require.ErrorAs(t, err, &ne)
-	require.True(t, ne.Timeout())
-	require.ErrorContains(t, err, ": handshake timeout: no airhook stream handshake with "+to+
-		" completed within 300ms; the peer may not be listening, or may speak another protocol,"+
-		" or accept message conns (ListenMessages)")
-
-	_, err = DialMessages(context.Background(), "udp", to,
-		&Config{Protocol: POROUS, Channels: 2, HandshakeTimeout: 300 * time.Millisecond})
-	require.ErrorIs(t, err, ErrHandshakeTimeout)
-	require.ErrorAs(t, err, &ne)
-	require.True(t, ne.Timeout())
-	require.ErrorContains(t, err, ": handshake timeout: no porous message conn handshake (Config.Channels 2) with "+to+
-		" completed within 300ms; the peer may not be listening, or may speak another protocol,"+
-		" another channel count, or accept streams (Listen)")
-}
-
 // TestDialRefused: dialing a closed port fails with connection refused.
 func TestDialRefused(t *testing.T) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -214,6 +153,7 @@ func TestListenerCloseResetsUnaccepted(t *testing.T) {
 	ln := Server(udpSocket(t, nil, 0), nil)
 	c := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
 	defer c.Close()
+	bound(t, c)
 	require.NoError(t, c.Handshake(context.Background()))
 	require.Eventually(t, func() bool {
 		ln.q.mu.Lock()
@@ -223,7 +163,7 @@ func TestListenerCloseResetsUnaccepted(t *testing.T) {
 	require.NoError(t, ln.Close())
 	_, err := c.Read(make([]byte, 1))
 	require.ErrorIs(t, err, ErrReset)
-	_, err = ln.Accept()
+	_, err = ln.Accept() // closed: returns at once
 	require.ErrorIs(t, err, net.ErrClosed)
 	require.ErrorIs(t, ln.Close(), net.ErrClosed)
 }
@@ -237,9 +177,9 @@ func TestPeerRestart(t *testing.T) {
 	addr := pc1.LocalAddr().String()
 	c1 := Client(pc1, ln.Addr(), nil)
 	require.NoError(t, c1.Handshake(context.Background()))
-	s1, err := ln.Accept()
-	require.NoError(t, err)
+	s1 := accept(t, ln)
 	defer s1.Close()
+	bound(t, s1)
 
 	c1.a.abandon(errClosed) // the process dies: no close reaches the server
 	require.Eventually(t, func() bool { return pc1.Close() != nil }, 5*time.Second, time.Millisecond)
@@ -251,46 +191,15 @@ func TestPeerRestart(t *testing.T) {
 
 	_, err = s1.Read(make([]byte, 1))
 	require.ErrorIs(t, err, ErrReset)
-	s2, err := ln.Accept()
-	require.NoError(t, err)
+	s2 := accept(t, ln)
 	defer s2.Close()
+	bound(t, s2)
 	_, err = c2.Write([]byte("second life"))
 	require.NoError(t, err)
 	buf := make([]byte, 32)
 	n, err := s2.Read(buf)
 	require.NoError(t, err)
 	require.Equal(t, "second life", string(buf[:n]))
-}
-
-// TestStreamToMessageListener: a stream dialed at a message listener never
-// gets the stream handshake, and fails with ErrHandshakeTimeout.
-func TestStreamToMessageListener(t *testing.T) {
-	ln, err := ListenMessages("udp", "127.0.0.1:0", nil)
-	require.NoError(t, err)
-	defer ln.Close()
-	d := Dialer{Config: &Config{HandshakeTimeout: 500 * time.Millisecond}}
-	_, err = d.Dial("udp", ln.Addr().String())
-	require.ErrorIs(t, err, ErrHandshakeTimeout)
-}
-
-// TestDeadlineErrors: deadlines give os.ErrDeadlineExceeded wrapped in a
-// *net.OpError, and the conn stays usable afterwards.
-func TestDeadlineErrors(t *testing.T) {
-	c, s, _ := streamPair(t, nil, links[0])
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
-	_, err := c.Read(make([]byte, 1))
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	var oe *net.OpError
-	require.ErrorAs(t, err, &oe)
-	require.Equal(t, "read", oe.Op)
-
-	require.NoError(t, c.SetReadDeadline(time.Time{}))
-	_, err = s.Write([]byte("ok"))
-	require.NoError(t, err)
-	buf := make([]byte, 2)
-	_, err = io.ReadFull(c, buf)
-	require.NoError(t, err)
-	require.Equal(t, "ok", string(buf))
 }
 
 // TestTCPNetworkNames: streams take "tcp", "tcp4" and "tcp6" as the UDP
@@ -386,69 +295,6 @@ func TestDone(t *testing.T) {
 	unused := Client(udpSocket(t, nil, 0), s.LocalAddr(), nil)
 	require.NoError(t, unused.Close())
 	<-unused.Done()
-}
-
-// TestListenerStats: datagrams that reach no conn are counted: garbage
-// from a stranger, and new peers beyond the backlog.
-func TestListenerStats(t *testing.T) {
-	ln := Server(udpSocket(t, nil, 0), &Config{Backlog: 1})
-	defer ln.Close()
-	junk := udpSocket(t, nil, 0)
-	defer junk.Close()
-	_, err := junk.WriteTo([]byte{0x00, 0x01, 0x00, 0x02}, ln.Addr()) // a POROUS Connect cut short
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return ln.Stats().UnknownDrops == 1 }, 5*time.Second, time.Millisecond)
-
-	first := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
-	defer first.Close()
-	require.NoError(t, first.Handshake(context.Background()))
-	// Once the listener has the first conn's ECHO, it waits for Accept and
-	// fills the backlog; it is never accepted.
-	require.Eventually(t, func() bool {
-		ln.q.mu.Lock()
-		defer ln.q.mu.Unlock()
-		return len(ln.q.queue) == 1
-	}, 5*time.Second, time.Millisecond)
-	second := Client(udpSocket(t, nil, 0), ln.Addr(), &Config{HandshakeTimeout: 300 * time.Millisecond})
-	defer second.Close()
-	require.ErrorIs(t, second.Handshake(context.Background()), ErrHandshakeTimeout)
-	require.Positive(t, ln.Stats().BacklogDrops)
-	require.Zero(t, ln.Stats().Evicted, "a conn waiting for Accept is never evicted")
-	require.Zero(t, ln.Stats().Oversize)
-	require.Zero(t, first.Stats().SendErrors)
-}
-
-// TestHalfOpenEvicted: with the backlog full of a peer that opened and
-// never answered (a spoofed address), a new peer evicts it and is
-// accepted; the silent peer got at most three times the bytes it sent.
-func TestHalfOpenEvicted(t *testing.T) {
-	ln := Server(udpSocket(t, nil, 0), &Config{Backlog: 1})
-	defer ln.Close()
-	silent := udpSocket(t, nil, 0)
-	defer silent.Close()
-	connect := []byte{0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03, 0x04} // POROUS Connect, version 0, 1 channel
-	_, err := silent.WriteTo(connect, ln.Addr())
-	require.NoError(t, err)
-	got := 0
-	_ = silent.SetReadDeadline(time.Now().Add(time.Second))
-	buf := make([]byte, 2048)
-	for {
-		n, _, err := silent.ReadFrom(buf)
-		if err != nil {
-			break
-		}
-		got += n
-	}
-	require.Positive(t, got, "the listener answered the opening")
-	require.LessOrEqual(t, got, 3*len(connect), "at most three times what it sent, in a second of Connect repeats")
-
-	c := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
-	defer c.Close()
-	require.NoError(t, c.Handshake(context.Background()))
-	s, err := ln.Accept()
-	require.NoError(t, err)
-	defer s.Close()
-	require.Equal(t, uint64(1), ln.Stats().Evicted)
 }
 
 // TestUseAfterCloseWithDeadlinePassed: after Close, Read and Write fail

@@ -50,14 +50,50 @@ func streamPair(t testing.TB, cfg *Config, l link) (client, server *Conn, ln *Li
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, client.Handshake(ctx))
-	sc, err := ln.Accept()
-	require.NoError(t, err)
+	sc := accept(t, ln)
 	t.Cleanup(func() {
 		client.Close()
 		sc.Close()
 		ln.Close()
 	})
+	bound(t, client, sc)
 	return client, sc.(*Conn), ln
+}
+
+// ioBound bounds every Read and Write on the conns of a test pair, so that
+// a regression fails in seconds instead of hanging.
+const ioBound = 30 * time.Second
+
+// accept returns the listener's next conn, failing the test if none comes
+// within ioBound (the listener is then closed).
+func accept(t testing.TB, ln net.Listener) net.Conn {
+	t.Helper()
+	type accepted struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- accepted{c, err}
+	}()
+	select {
+	case a := <-ch:
+		require.NoError(t, a.err)
+		return a.c
+	case <-time.After(ioBound):
+		ln.Close()
+		t.Fatalf("nothing to accept after %v", ioBound)
+		return nil
+	}
+}
+
+// bound sets the conns' deadlines ioBound from now.
+func bound(t testing.TB, conns ...net.Conn) {
+	t.Helper()
+	for _, c := range conns {
+		require.NoError(t, c.SetDeadline(time.Now().Add(ioBound)))
+	}
 }
 
 func TestKeyOf(t *testing.T) {

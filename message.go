@@ -192,6 +192,9 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 func (c *MessageConn) WriteMessage(m Message) error {
 	opt := engine.SendOptions{Delivery: engine.Delivery(m.Delivery), Channel: m.Channel, MessageNumber: m.Number}
 	return c.waitIO("write", c.wd, func() (bool, error) {
+		if c.over {
+			return false, c.failure() // why it ended, not the engine's "closed"
+		}
 		if c.a.eng.Pending() >= c.maxQueued {
 			return false, nil
 		}

@@ -131,7 +131,8 @@ func TestLLUDPWire(t *testing.T) {
 	}
 	// acked waits until seq is acknowledged, appended or by PacketAck.
 	acked := func(seq uint32) {
-		for {
+		t.Helper()
+		for range 100 {
 			msg, acks := recv()
 			if len(msg) >= 5 && binary.BigEndian.Uint32(msg) == 0xFFFFFFFB {
 				for i := range int(msg[4]) {
@@ -144,6 +145,7 @@ func TestLLUDPWire(t *testing.T) {
 				}
 			}
 		}
+		t.Fatalf("no ack of %d in 100 datagrams", seq)
 	}
 
 	use := []byte{0x40, 0, 0, 0, 1, 0, 0xFF, 0xFF, 0x00, 0x03, 0x2A, 0, 0, 0}
@@ -151,9 +153,9 @@ func TestLLUDPWire(t *testing.T) {
 	use[14] = 0x11 // SessionID[0]
 	send(use)
 	acked(1)
-	mc, err := ln.AcceptMessages()
-	require.NoError(t, err)
+	mc := accept(t, ln).(*MessageConn)
 	defer mc.Close()
+	bound(t, mc)
 	circuit, ok := mc.Circuit()
 	require.True(t, ok)
 	require.Equal(t, Circuit{Code: 42, SessionID: [16]byte{0x11}}, circuit)
@@ -168,7 +170,8 @@ func TestLLUDPWire(t *testing.T) {
 
 	// StartPingCheck PingID 7, OldestUnacked 3.
 	send([]byte{0x00, 0, 0, 0, 3, 0, 0x01, 0x07, 0x03, 0, 0, 0})
-	for {
+	for i := 0; ; i++ {
+		require.Less(t, i, 100, "no CompletePingCheck in 100 datagrams")
 		msg, _ := recv()
 		if msg[0] == 0x02 {
 			require.Equal(t, []byte{0x02, 0x07}, msg, "CompletePingCheck with the same PingID")
@@ -224,8 +227,7 @@ func TestAcceptCircuit(t *testing.T) {
 	good := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 14}})
 	defer good.Close()
 	require.NoError(t, good.Handshake(ctx))
-	s, err := ln.AcceptMessages()
-	require.NoError(t, err)
+	s := accept(t, ln).(*MessageConn)
 	defer s.Close()
 	c, ok := s.Circuit()
 	require.True(t, ok)

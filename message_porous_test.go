@@ -194,7 +194,8 @@ func TestPOROUSWire(t *testing.T) {
 	// Connect: version 0, 1 channel, 100,000,000 B/s, nonce d430804d.
 	send([]byte{0x00, 0x00, 0x00, 0x05, 0xf5, 0xe1, 0x00, 0xd4, 0x30, 0x80, 0x4d})
 	var theirs []byte // the listener's Connect
-	for acked := false; !acked || theirs == nil; {
+	for i, acked := 0, false; !acked || theirs == nil; i++ {
+		require.Less(t, i, 100, "no ConnectAck and Connect in 100 frames")
 		f := recv()
 		switch f[0] {
 		case 1:
@@ -210,9 +211,9 @@ func TestPOROUSWire(t *testing.T) {
 	}
 	nonce := theirs[7:11]
 	send(append([]byte{0x01}, nonce...)) // ConnectAck
-	mc, err := ln.AcceptMessages()
-	require.NoError(t, err)
+	mc := accept(t, ln).(*MessageConn)
 	defer mc.Close()
+	bound(t, mc)
 
 	// Data: frame seq = the listener's nonce, one fragment "hello" on
 	// channel 0, packet 0.
@@ -223,7 +224,8 @@ func TestPOROUSWire(t *testing.T) {
 	m, err := mc.ReadMessage()
 	require.NoError(t, err)
 	require.Equal(t, "hello", string(m.Data))
-	for {
+	for i := 0; ; i++ {
+		require.Less(t, i, 100, "no DataAck in 100 frames")
 		f := recv()
 		if f[0] == 7 {
 			require.Equal(t, append([]byte{0x07, 0x00, 0x01}, nonce...), f, "DataAck of our frame")
@@ -234,14 +236,15 @@ func TestPOROUSWire(t *testing.T) {
 }
 
 // TestPOROUSPeerCloseReadInOneRTT: on a virtual network (one-way delay
-// vnetDelay, virtual time), the reader learns of the peer's close one
+// vpathDelay, virtual time), the reader learns of the peer's close one
 // round trip after the peer's Disconnect arrived: the Disconnect is
 // challenged with a Ping, which the closing rudp peer answers with the
 // proof of its close. The association still lingers in TIME-WAIT
 // (porous.MinTimeWait) to answer repeats of the Disconnect.
 func TestPOROUSPeerCloseReadInOneRTT(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		spc, cpc := vnetSockets(t, 0)
+		vp := newVPath(t, 0)
+		spc, cpc := vp.server, vp.client
 		cfg := &Config{Protocol: POROUS, Rand: rand.NewChaCha8([32]byte{})}
 		ln := ServerMessages(spc, cfg)
 		c := ClientMessages(cpc, spc.LocalAddr(), cfg)
@@ -258,14 +261,14 @@ func TestPOROUSPeerCloseReadInOneRTT(t *testing.T) {
 		require.Equal(t, "last", string(m.Data))
 		for i := 0; c.Stats().BytesInFlight > 0; i++ { // the DataAck is on its way
 			require.Less(t, i, 100)
-			time.Sleep(vnetDelay)
+			time.Sleep(vpathDelay)
 		}
 
 		closed := time.Now()
 		require.NoError(t, c.Close()) // the Disconnect leaves at once
 		_, err = s.ReadMessage()
 		require.ErrorIs(t, err, io.EOF)
-		require.Equal(t, 3*vnetDelay, time.Since(closed), "Disconnect, challenge Ping, proof")
+		require.Equal(t, 3*vpathDelay, time.Since(closed), "Disconnect, challenge Ping, proof")
 		select {
 		case <-s.Done():
 			t.Fatal("the association ended before the reader was told")
@@ -273,7 +276,7 @@ func TestPOROUSPeerCloseReadInOneRTT(t *testing.T) {
 		}
 		<-s.Done()
 		<-c.Done()
-		require.Equal(t, 3*vnetDelay+porous.MinTimeWait, time.Since(closed), "TIME-WAIT")
+		require.Equal(t, 3*vpathDelay+porous.MinTimeWait, time.Since(closed), "TIME-WAIT")
 	})
 }
 

@@ -21,13 +21,13 @@ func messagePair(t testing.TB, cfg *Config, l link) (client, server *MessageConn
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, client.Handshake(ctx))
-	server, err := ln.AcceptMessages()
-	require.NoError(t, err)
+	server = accept(t, ln).(*MessageConn)
 	t.Cleanup(func() {
 		client.Close()
 		server.Close()
 		ln.Close()
 	})
+	bound(t, client, server)
 	return client, server
 }
 

@@ -5,47 +5,12 @@ import (
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/pion/logging"
-	"github.com/pion/transport/v3/vnet"
 	"github.com/stretchr/testify/require"
 )
-
-// vnetSockets returns two UDP sockets, 192.0.2.1:4000 and
-// 192.0.2.2:4000, on a pion virtual network with a one-way delay of
-// vnetDelay, whose NICs drop lossPercent of the datagrams they receive
-// (seeded). Call it inside a synctest bubble; the network stops at the
-// end of the test.
-func vnetSockets(t *testing.T, lossPercent int) (a, b net.PacketConn) {
-	t.Helper()
-	router, err := vnet.NewRouter(&vnet.RouterConfig{
-		CIDR: "192.0.2.0/24", MinDelay: vnetDelay,
-		LoggerFactory: logging.NewDefaultLoggerFactory(),
-	})
-	require.NoError(t, err)
-	hosts := make([]*vnet.Net, 2)
-	for i := range hosts {
-		hosts[i], err = vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{[]string{"192.0.2.1", "192.0.2.2"}[i]}})
-		require.NoError(t, err)
-		lf, err := vnet.NewLossFilterWithOptions(hosts[i], lossPercent, vnet.WithLossSeed(int64(i+1)))
-		require.NoError(t, err)
-		require.NoError(t, router.AddNet(lf))
-	}
-	require.NoError(t, router.Start())
-	t.Cleanup(func() { _ = router.Stop() })
-	a, err = hosts[0].ListenPacket("udp", "192.0.2.1:4000")
-	require.NoError(t, err)
-	b, err = hosts[1].ListenPacket("udp", "192.0.2.2:4000")
-	require.NoError(t, err)
-	return a, b
-}
-
-// vnetDelay is the one-way delay of vnetSockets' network.
-const vnetDelay = 5 * time.Millisecond
 
 // vnetTransfer sends size bytes over a rudp stream between two hosts of a
 // pion virtual network whose NICs drop lossPercent of the datagrams they
@@ -55,7 +20,8 @@ const vnetDelay = 5 * time.Millisecond
 // was read; the close that follows must complete on both ends.
 func vnetTransfer(t *testing.T, p Protocol, lossPercent int, size int) (elapsed time.Duration, cs, ss Stats) {
 	synctest.Test(t, func(t *testing.T) {
-		spc, cpc := vnetSockets(t, lossPercent)
+		vp := newVPath(t, lossPercent)
+		spc, cpc := vp.server, vp.client
 		cfg := &Config{Protocol: p, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute, Linger: time.Minute,
 			Rand: rand.NewChaCha8([32]byte{byte(lossPercent)})} // session IDs and nonces too are seeded
 		ln := Server(spc, cfg)

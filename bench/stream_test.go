@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"io"
 	"math/big"
-	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,16 +18,15 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/rudpkit/rudp"
+	"github.com/rudpkit/rudp/internal/streambench"
 	"github.com/xtaci/kcp-go/v5"
 )
 
 const (
-	// chunkSize is the size of every Write, and the bytes counted per op.
-	chunkSize = 64 << 10
 	// safety bounds a whole sub-benchmark: deadlines on the conns and
 	// contexts on handshakes and accepts, so that a broken transport fails
 	// the benchmark instead of hanging it.
-	safety = 2 * time.Minute
+	safety = streambench.Safety
 	// loopback is where every listener binds.
 	loopback = "127.0.0.1:0"
 )
@@ -47,67 +45,10 @@ func BenchmarkStream(b *testing.B) {
 }
 
 // pair is one connected transport under test.
-type pair struct {
-	// w is the client's side of the stream, written by the benchmark.
-	w io.Writer
-	// end is called after the last Write with the number of bytes
-	// written; it ends the stream (a half-close where the transport has
-	// one).
-	end func(sent int64) error
-	// drain runs in the reader goroutine: it accepts the server's side of
-	// the stream, reads it to the end and returns how many bytes it read.
-	drain func() (int64, error)
-}
+type pair = streambench.Pair
 
-type result struct {
-	n   int64
-	err error
-}
-
-// measure runs the benchmark loop over p. The timer runs from the first
-// Write until the reader has seen the end of the stream, so data still
-// buffered in the sender or in flight when the loop ends is counted.
-func measure(b *testing.B, p pair) {
-	chunk := make([]byte, chunkSize)
-	_, _ = mrand.NewChaCha8([32]byte{'r', 'u', 'd', 'p'}).Read(chunk)
-
-	got := make(chan result, 1)
-	go func() {
-		n, err := p.drain()
-		got <- result{n, err}
-	}()
-
-	b.SetBytes(chunkSize)
-	b.ReportAllocs()
-	var sent int64
-	for b.Loop() {
-		n, err := p.w.Write(chunk)
-		sent += int64(n)
-		if err != nil {
-			b.Fatalf("write after %d bytes: %v", sent, err)
-		}
-	}
-	// b.Loop stopped the timer; the drain belongs to the transfer.
-	b.StartTimer()
-	if err := p.end(sent); err != nil {
-		b.Fatalf("ending the stream: %v", err)
-	}
-	timeout := time.NewTimer(safety)
-	defer timeout.Stop()
-	var r result
-	select {
-	case r = <-got:
-	case <-timeout.C:
-		b.Fatalf("the reader did not finish within %v", safety)
-	}
-	b.StopTimer()
-	if r.err != nil {
-		b.Fatalf("reader: %v after %d of %d bytes", r.err, r.n, sent)
-	}
-	if r.n != sent {
-		b.Fatalf("reader received %d bytes, sent %d", r.n, sent)
-	}
-}
+// measure runs the benchmark loop over p: see package streambench.
+func measure(b *testing.B, p pair) { streambench.Measure(b, p) }
 
 // via maps a server's address to the one its client dials: the server
 // itself (direct) or a relay in front of it.
@@ -146,9 +87,9 @@ func rudpPair(b *testing.B, p rudp.Protocol, v via) pair {
 		b.Fatal(err)
 	}
 	return pair{
-		w:   c,
-		end: func(int64) error { return c.CloseWrite() },
-		drain: func() (int64, error) {
+		W:   c,
+		End: func(int64) error { return c.CloseWrite() },
+		Drain: func() (int64, error) {
 			nc, err := ln.Accept()
 			if err != nil {
 				return 0, err
@@ -195,9 +136,9 @@ func tcpPair(b *testing.B) pair {
 		b.Fatal(err)
 	}
 	return pair{
-		w:   c,
-		end: func(int64) error { return c.CloseWrite() },
-		drain: func() (int64, error) {
+		W:   c,
+		End: func(int64) error { return c.CloseWrite() },
+		Drain: func() (int64, error) {
 			s, err := ln.Accept()
 			if err != nil {
 				return 0, err
@@ -236,11 +177,11 @@ func quicPair(b *testing.B, v via) pair {
 		b.Fatal(err)
 	}
 	return pair{
-		w: st,
+		W: st,
 		// Close ends the stream's write side only (a FIN); the read
 		// side stays open.
-		end: func(int64) error { return st.Close() },
-		drain: func() (int64, error) {
+		End: func(int64) error { return st.Close() },
+		Drain: func() (int64, error) {
 			sc, err := ln.Accept(ctx)
 			if err != nil {
 				return 0, err
@@ -333,12 +274,12 @@ func kcpPair(b *testing.B, v via) pair {
 	// once it has as many bytes as the writer says it sent.
 	cr := &countingReader{}
 	return pair{
-		w: c,
-		end: func(sent int64) error {
+		W: c,
+		End: func(sent int64) error {
 			cr.expect(sent)
 			return nil
 		},
-		drain: func() (int64, error) {
+		Drain: func() (int64, error) {
 			// The server's session exists once the first segment arrives.
 			s, err := ln.AcceptKCP()
 			if err != nil {

@@ -45,18 +45,9 @@ func BenchmarkSessionTransfer(b *testing.B) {
 			}
 		}
 	}
-	b.SetBytes(int64(len(msg)))
-	b.ReportAllocs()
-	for b.Loop() {
-		for tx.Send(msg, engine.SendOptions{}) != nil {
-			now = now.Add(time.Millisecond)
-			exchange(tx, rx)
-			exchange(rx, tx)
-			for {
-				if _, ok := rx.Recv(); !ok {
-					break
-				}
-			}
-		}
-	}
+	enginetest.BenchmarkTransfer(b, tx, rx, msg, engine.SendOptions{}, func() {
+		now = now.Add(time.Millisecond)
+		exchange(tx, rx)
+		exchange(rx, tx)
+	})
 }

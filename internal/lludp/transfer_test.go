@@ -89,20 +89,11 @@ func BenchmarkSessionTransfer(b *testing.B) {
 	msg := bytes.Repeat([]byte{'x'}, 1000)
 	now := t0
 	tx, rx, exchange := establish(b, &now)
-	b.SetBytes(int64(len(msg)))
-	b.ReportAllocs()
-	for b.Loop() {
-		for tx.Send(msg, rel) != nil {
-			now = now.Add(time.Millisecond)
-			exchange(tx, rx)
-			exchange(rx, tx)
-			for {
-				if _, ok := rx.Recv(); !ok {
-					break
-				}
-			}
-		}
-	}
+	enginetest.BenchmarkTransfer(b, tx, rx, msg, rel, func() {
+		now = now.Add(time.Millisecond)
+		exchange(tx, rx)
+		exchange(rx, tx)
+	})
 }
 
 func BenchmarkParsePacket(b *testing.B) {

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkSessionTransfer moves reliable packets from one session to
 // another in memory, 100 µs of virtual time per exchange: the engines'
-// cost per byte without sockets.
+// cost per byte delivered, without sockets.
 func BenchmarkSessionTransfer(b *testing.B) {
 	for _, size := range []int{1200, 16 << 10, 64 << 10} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
@@ -36,20 +37,11 @@ func BenchmarkSessionTransfer(b *testing.B) {
 				exchange(rx, tx)
 			}
 			require.Equal(b, engine.StateEstablished, tx.State())
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				for tx.Send(msg, engine.SendOptions{}) != nil {
-					now = now.Add(100 * time.Microsecond)
-					exchange(tx, rx)
-					exchange(rx, tx)
-					for {
-						if _, ok := rx.Recv(); !ok {
-							break
-						}
-					}
-				}
-			}
+			enginetest.BenchmarkTransfer(b, tx, rx, msg, engine.SendOptions{}, func() {
+				now = now.Add(100 * time.Microsecond)
+				exchange(tx, rx)
+				exchange(rx, tx)
+			})
 		})
 	}
 }
