@@ -127,6 +127,11 @@ type Stats struct {
 	Expired         uint64 // unreliable messages dropped unsent after waiting too long
 	Challenges      uint64 // restarts or closes announced by the peer's address and challenged
 	SpoofsRefused   uint64 // of those, refused because the live session answered
+	// Refused counts the new data messages dropped unacknowledged while
+	// the engine took no new data (see Engine.SetRecvOpen), each time one
+	// arrives: the peer sends them again, so a message refused twice
+	// counts twice. POROUS counts its Fragment and Sentinel messages.
+	Refused uint64
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its
 	// variation and the retransmission timeout; each engine's Stats says
 	// where they come from (zero when the engine has no such estimate).
@@ -158,6 +163,15 @@ type Engine interface {
 	Poll(now time.Time, buf []byte) int
 	// Recv returns the next delivered message, if any.
 	Recv() (Message, bool)
+	// SetRecvOpen opens (true, the initial state) or closes (false) the
+	// engine to new data from the peer. While it is closed,
+	// HandleDatagram still applies everything else a datagram carries
+	// (acknowledgements, pings, handshake and close) and acknowledges
+	// again data already delivered, but drops each new data message
+	// without acknowledging it, so that the peer sends it again later,
+	// and counts it in Stats.Refused. An engine refuses new data in the
+	// same way while its own queue of messages for Recv is at its bound.
+	SetRecvOpen(open bool)
 	// Deadline is when Poll must next be called; zero if no timer runs.
 	Deadline() time.Time
 	// Close begins a graceful close at now: pending messages are still

@@ -132,6 +132,7 @@ type Session struct {
 	recvPool  [][]byte // reassembly buffers handed back by Recycle
 	recv      engine.FIFO[engine.Message]
 	recvCost  engine.FIFO[recvCharge] // parallel to recv
+	recvShut  bool                    // SetRecvOpen(false): new data is refused
 
 	now     time.Time
 	created time.Time
@@ -236,6 +237,14 @@ func (s *Session) Recv() (engine.Message, bool) {
 	}
 	return m, ok
 }
+
+// SetRecvOpen opens or closes the session to new data (see
+// engine.Engine). While it is closed, a Data frame that carries a
+// Fragment or Sentinel not received before is not acknowledged, and only
+// its WindowAcks are applied: the peer resends it, and it is taken once
+// the session is open again. Other frames, and Data frames that carry
+// nothing new, are handled as always.
+func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 
 // Close begins a graceful close at now (notes §3.8). Send is refused from
 // then on. A session that has nothing pending and has not seen the peer's
