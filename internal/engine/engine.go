@@ -222,6 +222,14 @@ type Recycler interface {
 	Recycle(b []byte)
 }
 
+// Holder is implemented by engines that keep messages received, and
+// acknowledged to the peer, that they cannot deliver yet: POROUS holds a
+// channel's later packets until the earlier ones arrive. Held is how many
+// such messages there are now.
+type Holder interface {
+	Held() int
+}
+
 // Errors shared by all engines. The root package re-exports the ones users
 // see, so errors.Is matches across the layers.
 var (

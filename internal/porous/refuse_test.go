@@ -71,3 +71,15 @@ func TestCloseRefusesData(t *testing.T) {
 	require.Equal(t, engine.StateClosed, a.State())
 	require.ErrorIs(t, a.Err(), engine.ErrPeerClosed, "a knows its packet was not taken")
 }
+
+// TestHeld: a packet that arrives before the one it depends on waits,
+// counted by Held, until that one arrives.
+func TestHeld(t *testing.T) {
+	_, b := connected(t, Config{}, Config{})
+	feedHex(t, b, at(5), dataHex(nonceB+1, 0, 1, 1, "second"))
+	require.Equal(t, 1, b.Held())
+	require.Empty(t, recvStrings(b))
+	feedHex(t, b, at(6), dataHex(nonceB, 0, 0, 0, "first"))
+	require.Zero(t, b.Held())
+	require.Equal(t, []string{"first", "second"}, recvStrings(b))
+}

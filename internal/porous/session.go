@@ -246,6 +246,22 @@ func (s *Session) Recv() (engine.Message, bool) {
 // nothing new, are handled as always.
 func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 
+// Held returns the number of packets received whole, and acknowledged,
+// that wait in their channel's queue for an earlier packet before they
+// can be delivered (engine.Holder).
+func (s *Session) Held() int {
+	n := 0
+	for i := range s.rxch {
+		c := &s.rxch[i]
+		for off, ok := c.next(0); ok; off, ok = c.next(off + 1) {
+			if c.get(c.base + off).complete() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Close begins a graceful close at now (notes §3.8). Send is refused from
 // then on. A session that has nothing pending and has not seen the peer's
 // Connect closes at once. Otherwise it enters StateClosing: the handshake,
