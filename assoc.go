@@ -18,9 +18,11 @@ type upper interface {
 	// pump moves what the layer has queued into the engine, and drives its
 	// close procedure.
 	pump(now time.Time)
-	// full reports that the layer holds as many delivered messages as it
-	// may; datagrams are then left unprocessed so the peer resends later.
-	full() bool
+	// recvOpen reports whether the layer takes new data now; while it does
+	// not (its receive queue is full, or it was closed), the engine
+	// refuses new data unacknowledged, so the peer sends it again later,
+	// and still processes everything else (see engine.Engine.SetRecvOpen).
+	recvOpen() bool
 	// ended is called once, when the association is over; err is nil for
 	// a graceful end.
 	ended(err error)
@@ -43,9 +45,15 @@ type assoc struct {
 	waiting bool          // someone holds wake
 	over    bool
 
-	fullDrops  uint64 // datagrams left unprocessed because up was full
 	sendErrors uint64 // datagrams the socket refused to send
 	refusals   refusals
+	recvShut   bool // the engine was told to refuse new data
+
+	// Once the layer above has closed for good (see discard): the
+	// messages it dropped unread, and the engine's Stats.Refused then.
+	discarding  bool
+	unread      uint64
+	refusedBase uint64
 
 	// Until the peer of a listener's association is validated (it showed
 	// it receives what this end sends), at most amplification times the
@@ -116,9 +124,9 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 		return false, false
 	}
 	a.refusals.reset() // the peer is there
-	if a.up.full() {
-		a.fullDrops++
-		return false, false
+	if open := a.up.recvOpen(); open == a.recvShut {
+		a.recvShut = !open
+		a.eng.SetRecvOpen(open)
 	}
 	err := a.eng.HandleDatagram(now, p)
 	if a.limited && err == nil {
@@ -128,8 +136,19 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 		a.endLocked(ErrReset)
 		return false, true
 	}
-	a.deliverLocked() // keeps full() exact within a batch
+	a.deliverLocked() // keeps recvOpen() exact within a batch
 	return true, false
+}
+
+// discard records that the layer above, closed for good, dropped n
+// messages unread; from then on the messages the engine refuses count as
+// unread too (Stats.Unread). Call with mu held.
+func (a *assoc) discard(n int) {
+	if !a.discarding {
+		a.discarding = true
+		a.refusedBase = a.eng.Stats().Refused
+	}
+	a.unread += uint64(n)
 }
 
 // deliverLocked hands the engine's delivered messages to the upper layer.

@@ -156,8 +156,9 @@ func (b *connBase) closeUnused() bool {
 	return unused
 }
 
-// close marks the conn closed, wakes every blocked call, and, if the
-// association is still running, starts the kind's close with begin.
+// close marks the conn closed, wakes every blocked call and runs the
+// kind's begin, which starts the kind's close if the association is still
+// running (b.over false).
 func (b *connBase) close(begin func(now time.Time)) error {
 	if b.closeUnused() {
 		return nil
@@ -172,9 +173,9 @@ func (b *connBase) close(begin func(now time.Time)) error {
 		return opError("close", b.LocalAddr(), b.raddr, errClosed)
 	}
 	b.closed = true
+	now := time.Now()
+	begin(now)
 	if !b.over {
-		now := time.Now()
-		begin(now)
 		a.settleLocked(now)
 	}
 	a.notifyLocked()

@@ -89,9 +89,11 @@ type Config struct {
 
 	// MaxRecvQueue bounds the messages a message conn holds for ReadMessage
 	// (it may exceed it by the messages of one datagram). When it is full,
-	// further datagrams from the peer are left unprocessed (the peer sees
-	// no confirmation and sends again later), so nothing is lost and memory
-	// stays bounded. Default 1024.
+	// new messages from the peer are refused without being acknowledged
+	// (Stats.Refused), so the peer sends them again later, while the
+	// acknowledgements, pings and close the peer sends are still taken:
+	// nothing is lost, memory stays bounded, and the conn's own writes
+	// keep flowing. Default 1024.
 	MaxRecvQueue int
 
 	// Channels is the number of POROUS channels, 1 to MaxChannels (256).

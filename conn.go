@@ -153,8 +153,10 @@ func (c *Conn) CloseWrite() error {
 // returns an error wrapping net.ErrClosed if the conn was already closed.
 func (c *Conn) Close() error {
 	return c.close(func(now time.Time) {
-		c.st.CloseWrite()
-		c.timers[1] = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
+		if !c.over {
+			c.st.CloseWrite()
+			c.timers[1] = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
+		}
 	})
 }
 
@@ -184,8 +186,9 @@ func (c *Conn) deliver(m engine.Message) {
 	}
 }
 
-// full implements upper: the stream's window bounds what it holds.
-func (c *Conn) full() bool { return false }
+// recvOpen implements upper: the stream's window bounds what it holds,
+// and a closed stream resets a peer that keeps sending (see closeStep).
+func (c *Conn) recvOpen() bool { return true }
 
 // ended implements upper.
 func (c *Conn) ended(err error) {

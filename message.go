@@ -234,24 +234,46 @@ func (c *MessageConn) MaxMessage() int { return c.maxMsg }
 
 // Close closes the conn for the caller at once: blocked and future calls
 // return net.ErrClosed. In the background, messages already written are
-// still delivered, within Config.Linger. It returns an error wrapping
-// net.ErrClosed if already closed.
+// still delivered, within Config.Linger, and then the protocol's close,
+// if it has one, goes to the peer. Messages not yet read are dropped
+// (those queued, and those received after a message still missing, which
+// POROUS holds back to deliver them in order), and further messages from
+// the peer are refused without being acknowledged; Stats.Unread counts
+// both. It returns an error wrapping net.ErrClosed if
+// already closed.
 func (c *MessageConn) Close() error {
 	return c.close(func(now time.Time) {
+		c.a.discard(c.unread())
 		c.queue, c.head = nil, 0
-		c.beginClose(now)
+		if !c.over {
+			c.beginClose(now)
+		}
 	})
+}
+
+// unread is how many messages the conn has taken and not handed to the
+// caller: its queue, and those the engine holds until it can deliver
+// them (engine.Holder). Call with a.mu held.
+func (c *MessageConn) unread() int {
+	n := len(c.queue) - c.head
+	if h, ok := c.a.eng.(engine.Holder); ok {
+		n += h.Held()
+	}
+	return n
 }
 
 // deliver implements upper.
 func (c *MessageConn) deliver(m engine.Message) {
-	if !c.closed {
-		c.queue = append(c.queue, m)
+	if c.closed {
+		c.a.discard(1)
+		return
 	}
+	c.queue = append(c.queue, m)
 }
 
-// full implements upper.
-func (c *MessageConn) full() bool { return len(c.queue)-c.head >= c.maxRecv }
+// recvOpen implements upper: the conn takes new messages while it is open
+// and holds fewer than Config.MaxRecvQueue.
+func (c *MessageConn) recvOpen() bool { return !c.closed && len(c.queue)-c.head < c.maxRecv }
 
 // pump implements upper: messages go to the engine directly in
 // WriteMessage; here only the handshake completes.

@@ -112,7 +112,7 @@ func TestMessageLimits(t *testing.T) {
 }
 
 // TestMessageBackpressure: a reader slower than the writer holds at most
-// MaxRecvQueue messages plus one datagram's worth; datagrams wait at the
+// MaxRecvQueue messages plus one datagram's worth; messages wait at the
 // sender, none is lost.
 func TestMessageBackpressure(t *testing.T) {
 	cfg := &Config{MaxRecvQueue: 8}
@@ -128,7 +128,7 @@ func TestMessageBackpressure(t *testing.T) {
 			}
 		}
 	}()
-	require.Eventually(t, func() bool { return s.Stats().PacketsDeferred > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Refused > 0 }, 10*time.Second, time.Millisecond)
 	s.a.mu.Lock()
 	queued := len(s.queue) - s.head
 	s.a.mu.Unlock()

@@ -50,18 +50,12 @@ func TestNetConn(t *testing.T) {
 // TestMessageNetConn runs the net.Conn conformance suite on POROUS message
 // conns over loopback, whose Read returns one message: the suite writes in
 // chunks of at most 1024 bytes and reads into 1024-byte buffers, so each
-// Read gets what one Write sent, and POROUS delivers reliable messages in order, as the
-// byte-stream subtests (BasicIO, PingPong) need. Airhook (256-byte
+// Read gets what one Write sent, and POROUS delivers reliable messages in
+// order, as the byte-stream subtests (BasicIO, PingPong) need. Airhook (256-byte
 // messages, not in order) and LLUDP (the first bytes are a message number,
 // not in order) cannot run it; TestDeadlines covers their deadlines.
-//
-// MaxRecvQueue is raised so that no conn here fills up: a full message conn
-// leaves its peer's datagrams unprocessed, the confirmations of its own
-// messages included, so an echoing peer blocked in Write while full (as in
-// FutureTimeout, whose writer fills every queue) never frees its send
-// queue, and both ends stall.
 func TestMessageNetConn(t *testing.T) {
-	cfg := &Config{MaxRecvQueue: 1 << 16}
+	cfg := &Config{}
 	nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
 		ln := ServerMessages(udpSocket(t, nil, 0), cfg)
 		c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), cfg)

@@ -9,7 +9,6 @@ type Stats struct {
 	BytesSent          uint64        // bytes of the datagrams sent (UDP payload)
 	BytesReceived      uint64        // bytes of the datagrams accepted
 	PacketsRejected    uint64        // datagrams from the peer refused as malformed or out of range
-	PacketsDeferred    uint64        // datagrams left unprocessed because the receive queue was full
 	AmplificationDrops uint64        // datagrams not sent to a peer not yet validated, beyond 3 × what it sent
 	SendErrors         uint64        // datagrams the socket refused to send (counted as lost)
 	MessagesSent       uint64        // protocol messages sent for the first time
@@ -22,6 +21,17 @@ type Stats struct {
 	SRTT               time.Duration // smoothed round-trip time (RFC 6298)
 	RTTVar             time.Duration // round-trip time variation
 	RTO                time.Duration // current retransmission timeout
+
+	// Refused counts the messages from the peer that a message conn
+	// refused without acknowledging them, while its receive queue held
+	// Config.MaxRecvQueue messages or after Close. The peer sends them
+	// again, and each arrival counts (POROUS counts the fragments and
+	// sentinels of its packets).
+	Refused uint64
+	// Unread counts the messages a message conn received and dropped
+	// unread: those it held at Close (see MessageConn.Close), plus those
+	// refused after Close (counted as in Refused).
+	Unread uint64
 
 	// The sender's congestion controller (zero where the protocol's
 	// engine has none).
@@ -47,7 +57,7 @@ func statsOf(a *assoc) Stats {
 		BytesSent:          s.BytesSent,
 		BytesReceived:      s.BytesReceived,
 		PacketsRejected:    s.PacketsRejected,
-		PacketsDeferred:    a.fullDrops,
+		Refused:            s.Refused,
 		AmplificationDrops: a.ampDrops,
 		SendErrors:         a.sendErrors,
 		MessagesSent:       s.MessagesSent,
@@ -60,6 +70,9 @@ func statsOf(a *assoc) Stats {
 		SRTT:               s.SRTT,
 		RTTVar:             s.RTTVar,
 		RTO:                s.RTO,
+	}
+	if a.discarding {
+		st.Unread = a.unread + s.Refused - a.refusedBase
 	}
 	if c := s.Congestion; c.State != "" {
 		st.Congestion = c.Algorithm.String() + "/" + c.State

@@ -65,10 +65,14 @@
 //     or observed-octet check is refused before any state changes, whereas
 //     the reference has already reset its session state for a new peer
 //     session at that point (notes §4.5).
-//   - Receive queue: at most MaxRecvQueue (4096) delivered messages wait
-//     for Recv; a new packet with messages beyond that is rejected before
-//     any state changes, as if lost, so a caller that does not call Recv
-//     holds the peer back rather than growing memory.
+//   - Refusing messages: at most MaxRecvQueue (4096) delivered messages
+//     wait for Recv. Beyond that, and while the caller has closed the
+//     session to new data (SetRecvOpen), a new packet carrying messages
+//     is taken without them, as its header repeat would be: what it
+//     confirms of our packets is applied, so our own messages keep
+//     flowing, and its messages are detected missed, so the peer sends
+//     them again. A caller that does not call Recv holds the peer back
+//     rather than growing memory.
 //   - Missed list: capped at 256 entries; a peer with inconsistent
 //     numbering overflows the reference's list and aborts it (notes §4.3).
 //   - Restarted peer: adopted as in the reference (Stats.PeerRestarts),

@@ -3,11 +3,10 @@ package airhook
 import "sort"
 
 // MaxRecvQueue bounds the messages delivered and not yet taken by Recv.
-// At the bound a new packet carrying messages is rejected (error wrapping
-// engine.ErrRejected) before any state changes; its messages are then
-// lost to this end, detected missed from the peer's later packets and
-// resent (notes §3.5, §3.6). One packet may take the queue up to 255
-// messages past the bound.
+// At the bound the messages of a new packet are refused as with
+// SetRecvOpen(false): detected missed, reported and resent (notes §3.5,
+// §3.6). One packet may take the queue up to 255 messages past the
+// bound.
 const MaxRecvQueue = 4096
 
 // outMsg is one message accepted by Send and not yet confirmed.

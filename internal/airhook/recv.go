@@ -13,7 +13,6 @@ var (
 	errUnknownSession = fmt.Errorf("%w: airhook: no peer session known and no session ID in the packet", engine.ErrRejected)
 	errWrongSession   = fmt.Errorf("%w: airhook: observed session is not ours", engine.ErrRejected)
 	errObservedRange  = fmt.Errorf("%w: airhook: observed sequence octet outside the range we sent", engine.ErrRejected)
-	errRecvFull       = fmt.Errorf("%w: airhook: receive queue full", engine.ErrRejected)
 )
 
 // HandleDatagram processes one datagram received at now, in the order of
@@ -22,14 +21,13 @@ var (
 //     Decode; ErrOutOfBand for flag bit 7);
 //   - an error wrapping engine.ErrRejected if no peer session is known and
 //     b carries none, if its observed session is not ours, if its
-//     observed sequence octet lies outside the range we sent, or if it
-//     is a new packet carrying messages while MaxRecvQueue messages wait
-//     for Recv;
+//     observed sequence octet lies outside the range we sent;
 //   - engine.ErrPeerRestarted if Config.RejectNewPeerSession is set and b
 //     carries a session ID other than the known peer's;
 //   - engine.ErrClosed in StateClosed;
 //   - nil otherwise, including for a packet older than the newest one
-//     accepted, which is ignored and counted in Stats.Duplicates.
+//     accepted, which is ignored and counted in Stats.Duplicates, and for
+//     a packet whose messages are refused (see SetRecvOpen).
 //
 // Rejected datagrams are counted in Stats.PacketsRejected; no error
 // changes any protocol state. Messages are copied; b may be reused at once.
@@ -70,11 +68,12 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	if newPeer && s.peer != 0 && s.cfg.RejectNewPeerSession {
 		return engine.ErrPeerRestarted
 	}
-	if len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.recv.Len() >= MaxRecvQueue {
-		return errRecvFull // as if lost: its messages are reported missed later
+	refuse := len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.refusing()
+	if refuse {
+		s.stats.Refused += uint64(len(p.Messages))
 	}
 	s.received(now, n)
-	s.accept(now, p, newPeer)
+	s.accept(now, p, newPeer, refuse)
 	return nil
 }
 
@@ -109,11 +108,18 @@ func (s *Session) check(p *Packet, newPeer bool) error {
 }
 
 // accept processes a packet that passed check (notes §3.3 steps 2–10).
-func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
+// A packet whose messages are refused (see SetRecvOpen) is taken as its
+// header repeat would be, without them: its messages are detected missed
+// and the peer sends them again.
+func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 	if newPeer {
 		s.adoptPeer(p)
 	}
 	next, msgs := p.Next, p.Messages
+	if refuse {
+		next += uint8(len(msgs))
+		msgs = nil
+	}
 	if !newPeer && p.Seq == s.lastAccepted {
 		// Header repeat (or duplicate): confirmation, E and missed list
 		// count, messages are not delivered again.

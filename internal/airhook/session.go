@@ -59,7 +59,8 @@ type Session struct {
 	pendBytes int          // their bytes
 	order     uint64       // Send counter
 
-	recv engine.FIFO[engine.Message]
+	recv     engine.FIFO[engine.Message]
+	recvShut bool // SetRecvOpen(false): new messages are refused
 
 	cc           *congestion.Controller
 	rtt          engine.RTT
@@ -162,6 +163,23 @@ func (s *Session) Recv() (engine.Message, bool) {
 	}
 	return m, ok
 }
+
+// SetRecvOpen opens or closes the session to new messages (see
+// engine.Engine). While it is closed, or MaxRecvQueue messages wait for
+// Recv, a new packet carrying messages is taken as if it had come without
+// them, as its header repeat does: what it confirms of our packets, its
+// missed list and its sequence number are applied, and its messages are
+// detected missed (notes §3.5), so that our next packet reports them and
+// the peer sends them again under new numbers. They count in
+// Stats.Refused. Not confirming the packet instead would break the
+// protocol's bookkeeping: the peer culls the missed entries it reported
+// only once we confirm a packet that carried them, so entries we already
+// acted on would linger and, once our message numbers wrap, name messages
+// that did arrive.
+func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
+
+// refusing reports whether new messages are refused now.
+func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
 
 // Close begins a graceful close at now. A session that knows no peer yet,
 // or has nothing pending while its handshake is incomplete, closes at

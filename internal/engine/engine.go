@@ -128,6 +128,11 @@ type Stats struct {
 	TooLarge        uint64 // messages from the peer dropped undelivered: larger than the largest accepted
 	Challenges      uint64 // restarts or closes announced by the peer's address and challenged
 	SpoofsRefused   uint64 // of those, refused because the live session answered
+	// Refused counts the new data messages dropped unacknowledged while
+	// the engine took no new data (see Engine.SetRecvOpen), each time one
+	// arrives: the peer sends them again, so a message refused twice
+	// counts twice. POROUS counts its Fragment and Sentinel messages.
+	Refused uint64
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its
 	// variation and the retransmission timeout; each engine's Stats says
 	// where they come from (zero when the engine has no such estimate).
@@ -159,6 +164,15 @@ type Engine interface {
 	Poll(now time.Time, buf []byte) int
 	// Recv returns the next delivered message, if any.
 	Recv() (Message, bool)
+	// SetRecvOpen opens (true, the initial state) or closes (false) the
+	// engine to new data from the peer. While it is closed,
+	// HandleDatagram still applies everything else a datagram carries
+	// (acknowledgements, pings, handshake and close) and acknowledges
+	// again data already delivered, but drops each new data message
+	// without acknowledging it, so that the peer sends it again later,
+	// and counts it in Stats.Refused. An engine refuses new data in the
+	// same way while its own queue of messages for Recv is at its bound.
+	SetRecvOpen(open bool)
 	// Deadline is when Poll must next be called; zero if no timer runs.
 	Deadline() time.Time
 	// Close begins a graceful close at now: pending messages are still
@@ -207,6 +221,14 @@ func SendRoom(pendingBytes, cwnd int) int {
 // needs) may hand the slice back with Recycle, and must not use it after.
 type Recycler interface {
 	Recycle(b []byte)
+}
+
+// Holder is implemented by engines that keep messages received, and
+// acknowledged to the peer, that they cannot deliver yet: POROUS holds a
+// channel's later packets until the earlier ones arrive. Held is how many
+// such messages there are now.
+type Holder interface {
+	Held() int
 }
 
 // Errors shared by all engines. The root package re-exports the ones users

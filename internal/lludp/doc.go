@@ -109,8 +109,9 @@
 // # Bounds
 //
 // Pending messages: Config.MaxQueued (engine.ErrQueueFull). Delivered
-// messages waiting for Recv: MaxRecvQueue (further messages are rejected,
-// reliable ones unacknowledged). Owed acks: 4096. Owed ping answers: 16
+// messages waiting for Recv: MaxRecvQueue (further application messages
+// are refused, reliable ones unacknowledged, as with SetRecvOpen(false);
+// the datagrams' acks are still applied). Owed acks: 4096. Owed ping answers: 16
 // (further pings go unanswered). Duplicate window: 65,536 sequence
 // numbers; a datagram older than that and not before the peer's
 // OldestUnacked is taken as new, so a message whose acknowledgements were

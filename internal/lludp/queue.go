@@ -17,9 +17,9 @@ const (
 	// StartPingChecks are not answered until Poll sends these.
 	maxPongs = 16
 	// MaxRecvQueue bounds the messages delivered and not yet taken by
-	// Recv. At the bound a datagram carrying a message is rejected (error
-	// wrapping engine.ErrRejected) before any state changes: a reliable
-	// one is not acknowledged, so the peer resends it.
+	// Recv. At the bound a new application message is refused as with
+	// SetRecvOpen(false): a reliable one is not acknowledged, so the peer
+	// resends it.
 	MaxRecvQueue = 4096
 )
 

@@ -11,7 +11,6 @@ import (
 
 var (
 	errNoCircuit = fmt.Errorf("%w: lludp: no circuit yet: only a reliable UseCircuitCode is accepted", engine.ErrRejected)
-	errRecvFull  = fmt.Errorf("%w: lludp: receive queue full", engine.ErrRejected)
 	errRetired   = fmt.Errorf("%w: lludp: UseCircuitCode of a circuit already replaced", engine.ErrRejected)
 )
 
@@ -22,8 +21,7 @@ var (
 //     ParsePacket);
 //   - an error wrapping engine.ErrRejected on a server without a circuit
 //     for anything but a reliable UseCircuitCode with a full 36-byte body
-//     (the only message the viewer accepts off-circuit, notes §3.1), and
-//     when MaxRecvQueue messages wait for Recv and b carries a message;
+//     (the only message the viewer accepts off-circuit, notes §3.1);
 //   - engine.ErrPeerRestarted on a server with an open circuit and
 //     Config.RejectNewPeerSession for a reliable UseCircuitCode carrying
 //     another Circuit (an unreliable one cannot open a circuit, so it is
@@ -37,8 +35,9 @@ var (
 // is a transport message (PacketAck, StartPingCheck, CompletePingCheck,
 // UseCircuitCode, CloseCircuit, OpenCircuit, which is ignored) and
 // otherwise delivered through Recv, unless its sequence number had
-// arrived before (counted in Stats.Duplicates, notes §3.5). Any 32-bit
-// sequence number is accepted. The body is copied; b may be reused at
+// arrived before (counted in Stats.Duplicates, notes §3.5), or it is
+// refused, unacknowledged (see SetRecvOpen). Any 32-bit sequence number
+// is accepted. The body is copied; b may be reused at
 // once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	if s.state == engine.StateClosed {
@@ -85,9 +84,6 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		restart = true
 	}
 	app := !transport(p.Message)
-	if app && s.recv.Len() >= MaxRecvQueue {
-		return errRecvFull
-	}
 
 	s.now, s.lastRecv = now, now
 	s.stats.PacketsReceived++
@@ -102,11 +98,15 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	// Unreliable transport messages stay out of the duplicate window: some
 	// implementations send them all with sequence number 0 (notes §3.1),
 	// and processing them twice is harmless.
-	dup := false
-	if reliable || app || p.Message == UseCircuitCode {
+	dup, refused := false, false
+	switch {
+	case app && s.refusing() && !s.win.has(p.Seq):
+		refused = true // left out of the window and unacknowledged: the peer resends it
+		s.stats.Refused++
+	case reliable || app || p.Message == UseCircuitCode:
 		dup = s.win.seen(p.Seq)
 	}
-	if reliable {
+	if reliable && !refused {
 		s.owe(now, p.Seq)
 	}
 	if dup {
@@ -161,7 +161,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	case OpenCircuit:
 		// Blacklisted on UDP by the viewer: ignored (notes §1.6).
 	default:
-		if !dup {
+		if !dup && !refused {
 			data := make([]byte, len(p.Body))
 			copy(data, p.Body)
 			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})

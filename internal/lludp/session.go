@@ -76,10 +76,11 @@ type Session struct {
 	backoffAt  time.Time   // when rtt was last backed off
 
 	// Receiving (notes §3.5).
-	win     window
-	recv    engine.FIFO[engine.Message]
-	scratch []byte
-	pkt     Packet
+	win      window
+	recv     engine.FIFO[engine.Message]
+	recvShut bool // SetRecvOpen(false): new application messages are refused
+	scratch  []byte
+	pkt      Packet
 
 	// Challenge of a CloseCircuit received while open (see challengeClose).
 	chalOn    bool
@@ -201,6 +202,19 @@ func (s *Session) Recv() (engine.Message, bool) {
 	}
 	return m, ok
 }
+
+// SetRecvOpen opens or closes the session to new application messages
+// (see engine.Engine). While it is closed, or MaxRecvQueue messages wait
+// for Recv, a datagram carrying an application message that has not
+// arrived before is still taken for its appended acks, but its message is
+// dropped, counted in Stats.Refused: a reliable one is not acknowledged
+// and not entered in the duplicate window, so the peer resends it and it
+// is taken then. Transport messages and duplicates (acknowledged again)
+// are handled as always.
+func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
+
+// refusing reports whether new application messages are refused now.
+func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
 
 // Close begins a graceful close at now. A server without a circuit, or a
 // client that has neither sent its UseCircuitCode nor anything pending,

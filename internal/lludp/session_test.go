@@ -661,19 +661,28 @@ func TestSequenceWrap(t *testing.T) {
 	require.Empty(t, drain(s), "seen before the wrap")
 }
 
+// TestRecvQueueBound: with MaxRecvQueue messages waiting for Recv, a new
+// application message is refused unacknowledged, while its appended acks
+// are applied and transport messages are handled; the resend is taken
+// once there is room.
 func TestRecvQueueBound(t *testing.T) {
 	s := openServer(t)
+	require.NoError(t, s.Send([]byte("r"), rel))
+	require.NotEmpty(t, poll(t, s, t0), "our message, with the hello's ack appended")
 	for i := range MaxRecvQueue {
 		require.NoError(t, s.HandleDatagram(t0, encode(Packet{Seq: uint32(2 + i), Message: 5})))
 	}
-	before, stats := snapshot(s), s.stats
-	require.ErrorIs(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1 << 20, Message: 5})), engine.ErrRejected)
-	stats.PacketsRejected++
-	requireUnchanged(t, before, s, stats)
+	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1 << 20, Message: 5, Acks: []uint32{1}})))
+	require.Zero(t, s.Pending(), "the appended ack is applied")
+	require.Equal(t, uint64(1), s.Stats().Refused)
+	require.Equal(t, MaxRecvQueue, s.recv.Len())
+	require.Empty(t, poll(t, s, t0.Add(100*ms)), "the refused message is not acknowledged")
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Seq: 1 << 20, Message: StartPingCheck, Body: []byte{3}})), "transport messages still pass")
 	_, ok := s.Recv()
 	require.True(t, ok)
-	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1<<20 + 1, Message: 5})))
+	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable | FlagResent, Seq: 1 << 20, Message: 5})))
+	require.Equal(t, MaxRecvQueue, s.recv.Len(), "the resend is taken")
+	require.Equal(t, uint64(0), s.Stats().Duplicates)
 }
 
 // TestAckRTT: with Config.AckRTT the resend timeout follows RFC 6298 from

@@ -36,24 +36,33 @@ type window struct {
 // seen records seq and reports whether it had been recorded before (or is
 // known received from the floor).
 func (w *window) seen(seq uint32) bool {
+	dup := w.has(seq)
 	s := seq & seqMask
 	if !w.have {
 		w.have, w.hi = true, s
-		w.bits[s/64%uint32(len(w.bits))] |= 1 << (s % 64)
+	} else if ahead := (s - w.hi) & seqMask; ahead != 0 && ahead < halfSpace {
+		w.advance(ahead)
+		w.hi = s
+	} else if (w.hi-s)&seqMask >= windowBits {
+		return dup // older than the bitmap: judged by the floor alone
+	}
+	w.bits[s/64%uint32(len(w.bits))] |= 1 << (s % 64)
+	return dup
+}
+
+// has reports whether seq has been recorded (or is known received from
+// the floor), recording nothing.
+func (w *window) has(seq uint32) bool {
+	s := seq & seqMask
+	if !w.have {
 		return false
 	}
 	if ahead := (s - w.hi) & seqMask; ahead != 0 && ahead < halfSpace {
-		w.advance(ahead)
-		w.hi = s
-		w.bits[s/64%uint32(len(w.bits))] |= 1 << (s % 64)
 		return false
 	}
 	age := (w.hi - s) & seqMask
 	if age < windowBits {
-		i, bit := s/64%uint32(len(w.bits)), uint64(1)<<(s%64)
-		dup := w.bits[i]&bit != 0
-		w.bits[i] |= bit
-		return dup
+		return w.bits[s/64%uint32(len(w.bits))]&(1<<(s%64)) != 0
 	}
 	f, ok := w.floorAge()
 	return ok && int32(age) > f

@@ -138,6 +138,9 @@ func (e *srEngine) Recv() (engine.Message, bool) {
 	return m, true
 }
 
+// SetRecvOpen is a no-op: the Sim's tests never refuse data.
+func (e *srEngine) SetRecvOpen(bool) {}
+
 func (e *srEngine) Deadline() time.Time {
 	if len(e.acks) > 0 {
 		return e.now
@@ -203,6 +206,7 @@ func (e *stubEngine) Poll(_ time.Time, buf []byte) int {
 
 func (e *stubEngine) Send([]byte, engine.SendOptions) error { return engine.ErrUnsupported }
 func (e *stubEngine) Recv() (engine.Message, bool)          { return engine.Message{}, false }
+func (e *stubEngine) SetRecvOpen(bool)                      {}
 func (e *stubEngine) Deadline() time.Time                   { return e.deadline }
 func (e *stubEngine) Close(time.Time)                       {}
 func (e *stubEngine) State() engine.State                   { return engine.StateEstablished }

@@ -655,6 +655,58 @@ func (s *Session) onFragment(m *Message) {
 	}
 }
 
+// refuse drops f unacknowledged if it carries new data, a Fragment or
+// Sentinel that has not arrived before, and reports whether it did; the
+// new messages count in Stats.Refused. The WindowAcks of a refused frame
+// still move their channels' send windows, since they concern what this
+// end sends, and applying one again when the frame comes back changes
+// nothing.
+func (s *Session) refuse(f *Frame) bool {
+	n := uint64(0)
+	for i := range f.Messages {
+		if s.fresh(&f.Messages[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return false
+	}
+	s.stats.Refused += n
+	for i := range f.Messages {
+		if m := &f.Messages[i]; m.Type == MsgWindowAck && int(m.Channel) < s.cfg.Channels {
+			s.txch[m.Channel].onWindowAck(s, m.PacketSeq)
+		}
+	}
+	return true
+}
+
+// fresh reports whether m is new data: a valid Fragment or a Sentinel of
+// a packet within its channel's window that onFragment or onSentinel
+// would store, not having stored it before.
+func (s *Session) fresh(m *Message) bool {
+	if int(m.Channel) >= s.cfg.Channels || m.Type == MsgWindowAck || m.Type == MsgFragment && !validFragment(m) {
+		return false
+	}
+	c := &s.rxch[m.Channel]
+	if (m.PacketSeq-c.base)&seqMask24 >= ChannelWindow {
+		return false // delivered or skipped already
+	}
+	e := c.get(m.PacketSeq)
+	switch {
+	case e == nil:
+		return true
+	case e.lead != m.DependentLead:
+		return false
+	case m.Type == MsgSentinel:
+		return !e.sentinel
+	case !e.frags:
+		return true
+	case m.LastFragmentID != e.last || e.dud:
+		return false
+	}
+	return !e.has(m.FragmentID)
+}
+
 // onSentinel marks its packet's entry as a sentinel.
 func (s *Session) onSentinel(m *Message) {
 	if e := s.entry(m.Channel, m.PacketSeq, m.DependentLead); e != nil {

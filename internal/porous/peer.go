@@ -74,10 +74,14 @@ func (s *Session) incompatible(f *Frame) error {
 
 // handle applies one decoded frame of n bytes.
 func (s *Session) handle(f *Frame, n int) error {
-	if f.Type == FrameData && s.st == stConnected {
+	switch {
+	case f.Type != FrameData:
+	case s.st == stConnected:
 		if err := s.handleData(f); err != nil {
 			return err
 		}
+	case s.st == stDisconnecting && s.recvShut:
+		s.refuse(f) // ignored, as always once disconnecting, but counted
 	}
 	if f.Type == FrameConnect && s.st == stConnected && f.Nonce != s.peerNonce {
 		switch {

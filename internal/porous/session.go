@@ -137,6 +137,7 @@ type Session struct {
 	recvPool  [][]byte // reassembly buffers handed back by Recycle
 	recv      engine.FIFO[engine.Message]
 	recvCost  engine.FIFO[recvCharge] // parallel to recv
+	recvShut  bool                    // SetRecvOpen(false): new data is refused
 
 	now     time.Time
 	created time.Time
@@ -240,6 +241,30 @@ func (s *Session) Recv() (engine.Message, bool) {
 		s.rxch[m.Channel].exempt -= c.exempt
 	}
 	return m, ok
+}
+
+// SetRecvOpen opens or closes the session to new data (see
+// engine.Engine). While it is closed, a Data frame that carries a
+// Fragment or Sentinel not received before is not acknowledged, and only
+// its WindowAcks are applied: the peer resends it, and it is taken once
+// the session is open again. Other frames, and Data frames that carry
+// nothing new, are handled as always.
+func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
+
+// Held returns the number of packets received whole, and acknowledged,
+// that wait in their channel's queue for an earlier packet before they
+// can be delivered (engine.Holder).
+func (s *Session) Held() int {
+	n := 0
+	for i := range s.rxch {
+		c := &s.rxch[i]
+		for off, ok := c.next(0); ok; off, ok = c.next(off + 1) {
+			if c.get(c.base + off).complete() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Close begins a graceful close at now (notes §3.8). Send is refused from

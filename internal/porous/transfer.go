@@ -372,11 +372,17 @@ func (s *Session) lossAt() (time.Time, bool) {
 // otherwise it is queued for acknowledgement, duplicates included, and
 // its messages go to their channels. A frame is refused unacknowledged
 // (the peer resends it) when maxAckQueue IDs already wait for a DataAck
-// or when its messages do not fit the receive memory (see admit).
+// or when its messages do not fit the receive memory (see admit). While
+// new data is refused (see SetRecvOpen), a frame carrying a Fragment or
+// Sentinel that has not arrived before is left unacknowledged too, and
+// only its WindowAcks are applied.
 func (s *Session) handleData(f *Frame) error {
 	k := f.Seq
 	if k-(s.ib-TransferWindow) >= 2*TransferWindow {
 		return errOutOfWindow
+	}
+	if s.recvShut && s.refuse(f) {
+		return nil
 	}
 	if len(s.ackq) >= maxAckQueue || !s.admit(f) {
 		return errBusy

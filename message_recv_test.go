@@ -1,0 +1,185 @@
+package rudp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/lludp"
+	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMessageEchoFullQueue: an echo server that reads and then writes in
+// one goroutine (the README's) echoes 10,000 messages to a client that
+// writes and reads at once, both with a receive queue of 16 messages, far
+// below the 1024 messages a sender may have pending. The server's queue
+// fills while it waits in WriteMessage for the acknowledgements that free
+// its pending messages: they, and the peer's pings, must still be taken
+// while new messages are refused.
+func TestMessageEchoFullQueue(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			cfg := &Config{Protocol: p, MaxRecvQueue: 16}
+			ln := ServerMessages(udpSocket(t, nil, 0), cfg)
+			c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, c.Handshake(ctx))
+			s, err := ln.AcceptMessages()
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				c.Close()
+				s.Close()
+				ln.Close()
+			})
+			const count = 10000
+			// A hang fails at the deadline rather than blocking the run.
+			dl := time.Now().Add(2 * time.Minute)
+			require.NoError(t, c.SetDeadline(dl))
+			require.NoError(t, s.SetDeadline(dl))
+			go func() { // the echo server of the README
+				for {
+					m, err := s.ReadMessage()
+					if err != nil {
+						return
+					}
+					if err := s.WriteMessage(Message{Data: m.Data, Number: m.Number}); err != nil {
+						return
+					}
+				}
+			}()
+			msg := func(i int) []byte { return []byte(fmt.Sprintf("echo %05d", i)) }
+			writeErr := make(chan error, 1)
+			go func() {
+				for i := range count {
+					if err := c.WriteMessage(Message{Data: msg(i), Number: testNumber(p)}); err != nil {
+						writeErr <- fmt.Errorf("write %d: %w", i, err)
+						return
+					}
+				}
+				writeErr <- nil
+			}()
+			want := make(map[string]int, count)
+			for i := range count {
+				want[string(msg(i))]++
+			}
+			for i := range count {
+				m, err := c.ReadMessage()
+				require.NoError(t, err, "echo %d of %d; stats client %+v server %+v", i, count, c.Stats(), s.Stats())
+				want[string(m.Data)]--
+				require.GreaterOrEqual(t, want[string(m.Data)], 0, "duplicate %q", m.Data)
+			}
+			require.NoError(t, <-writeErr)
+			for k, v := range want {
+				require.Zero(t, v, "missing %q", k)
+			}
+			require.NotZero(t, s.Stats().Refused, "the server's queue never filled")
+		})
+	}
+}
+
+// runRawPeer runs eng, an engine of the conn's protocol, on a bare UDP socket:
+// once established it sends count messages, and it reports its pending
+// messages when stopped.
+func runRawPeer(t *testing.T, eng engine.Engine, count int, number uint32) (addr net.Addr, stop func() (pending int)) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	quit, result := make(chan struct{}), make(chan int)
+	go func() {
+		defer pc.Close()
+		buf, out := make([]byte, 2048), make([]byte, maxSend)
+		var to net.Addr
+		sent := false
+		for {
+			select {
+			case <-quit:
+				result <- eng.Pending()
+				return
+			default:
+			}
+			_ = pc.SetReadDeadline(time.Now().Add(time.Millisecond))
+			n, from, err := pc.ReadFrom(buf)
+			now := time.Now()
+			if err == nil {
+				to = from
+				_ = eng.HandleDatagram(now, buf[:n])
+				for _, ok := eng.Recv(); ok; _, ok = eng.Recv() {
+				}
+			}
+			if !sent && eng.State() == engine.StateEstablished {
+				sent = true
+				for i := range count {
+					if err := eng.Send([]byte(fmt.Sprintf("raw %03d", i)), engine.SendOptions{MessageNumber: number}); err != nil {
+						t.Errorf("send %d: %v", i, err)
+					}
+				}
+			}
+			for k := eng.Poll(now, out); k > 0 && to != nil; k = eng.Poll(now, out) {
+				_, _ = pc.WriteTo(out[:k], to)
+			}
+		}
+	}()
+	return pc.LocalAddr(), func() int { close(quit); return <-result }
+}
+
+// TestMessageCloseConfirmsNoMore: a plain engine of each protocol sends
+// 300 messages to a message conn whose receive queue holds 50; the conn
+// reads 50, waits until its queue is full again, and closes. The peer
+// sees exactly the messages the conn took confirmed (read, or unread at
+// Close, which Stats.Unread counts); none that arrives after Close, which
+// Stats.Unread counts too.
+func TestMessageCloseConfirmsNoMore(t *testing.T) {
+	const count, read, queue = 300, 50, 50
+	for _, p := range Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			now := time.Now()
+			var eng engine.Engine
+			var err error
+			switch p {
+			case Airhook:
+				eng, err = airhook.New(now, airhook.Config{})
+			case POROUS:
+				eng, err = porous.New(now, porous.Config{Accept: true})
+			case LLUDP:
+				eng, err = lludp.New(now, lludp.Config{Accept: true})
+			}
+			require.NoError(t, err)
+			addr, stop := runRawPeer(t, eng, count, testNumber(p))
+			c := ClientMessages(udpSocket(t, nil, 0), addr, &Config{Protocol: p, MaxRecvQueue: queue, Linger: 2 * time.Second})
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+			for range read {
+				_, err := c.ReadMessage()
+				require.NoError(t, err)
+			}
+			queued := 0
+			require.Eventually(t, func() bool {
+				c.a.mu.Lock()
+				defer c.a.mu.Unlock()
+				full := len(c.queue)-c.head >= queue // refusing: nothing more comes in
+				queued = c.unread()                  // with what POROUS holds back
+				return full
+			}, 10*time.Second, time.Millisecond)
+			require.NoError(t, c.Close())
+			require.GreaterOrEqual(t, c.Stats().Unread, uint64(queued))
+			select {
+			case <-c.Done():
+			case <-time.After(20 * time.Second):
+				t.Fatal("the closed conn never finished")
+			}
+			require.Equal(t, count-read-queued, stop(), "the peer's messages left unconfirmed")
+			if p == Airhook { // no close message: the peer keeps sending until the conn is done
+				st := c.Stats()
+				require.NotZero(t, st.Refused)
+				require.Greater(t, st.Unread, uint64(queued), "messages refused after Close are unread too")
+			}
+		})
+	}
+}
