@@ -78,7 +78,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", o.seed, "seed `N` of the random loss and jitter decisions")
 	fs.IntVar(&o.mtu, "mtu", o.mtu, "largest datagram sent, `N` bytes of UDP payload")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", o.idleTimeout, "fail after `DURATION` without a datagram from the peer")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (there is none unless stderr is a terminal)")
 	if cmd == "recv" {
 		fs.StringVar(&o.output, "o", "", "write the data to `FILE` instead of stdout")
 	}
