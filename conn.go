@@ -2,7 +2,9 @@ package rudp
 
 import (
 	"context"
+	"math"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
@@ -19,6 +21,7 @@ const (
 	resetLinger   uint8 = 2 // Config.Linger ran out during Close
 	resetRefused  uint8 = 3 // the listener closed before Accept
 	resetTimedOut uint8 = 4 // the handshake did not complete in time
+	resetAborted  uint8 = 5 // Close after SetLinger(0)
 )
 
 // Conn is a reliable, ordered, flow-controlled byte stream over UDP (or any
@@ -48,6 +51,8 @@ type Conn struct {
 	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
 	aborted   bool                // an RST was queued
 	recycle   engine.Recycler     // the engine, if it reuses delivered buffers
+
+	linger atomic.Pointer[time.Duration] // SetLinger's bound; nil: Config.Linger
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -149,15 +154,43 @@ func (c *Conn) CloseWrite() error {
 // the bytes already accepted by Write are still delivered, followed by the
 // end of the stream (the peer reads io.EOF); the association ends when the
 // peer has finished too. If the peer keeps sending data that will never be
-// read, or does not finish within Config.Linger, it is sent a reset. Close
-// returns an error wrapping net.ErrClosed if the conn was already closed.
+// read, or does not finish within Config.Linger, it is sent a reset.
+// SetLinger changes that bound or makes Close reset the stream at once.
+// Close returns an error wrapping net.ErrClosed if the conn was already
+// closed.
 func (c *Conn) Close() error {
 	return c.close(func(now time.Time) {
-		if !c.over {
-			c.st.CloseWrite()
-			c.timers[1] = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
+		if c.over {
+			return
 		}
+		linger := c.cfg.Linger
+		if d := c.linger.Load(); d != nil {
+			linger = *d
+		}
+		if linger == 0 {
+			c.abortLocked(resetAborted)
+			return
+		}
+		c.st.CloseWrite()
+		c.timers[1] = time.AfterFunc(linger, c.lingerExpired)
 	})
+}
+
+// SetLinger sets what Close does with data not yet delivered, as
+// net.TCPConn.SetLinger does. With sec < 0 (the default), Close delivers
+// it in the background for at most Config.Linger. With sec == 0, Close
+// discards it and resets the stream (an abortive close): the peer's Read
+// and Write fail with ErrReset at once, unless the peer had already read
+// io.EOF. With sec > 0, Close delivers it for at most sec seconds. It
+// takes effect at Close and never fails.
+func (c *Conn) SetLinger(sec int) error {
+	if sec < 0 {
+		c.linger.Store(nil)
+		return nil
+	}
+	d := time.Duration(min(sec, math.MaxInt64/int(time.Second))) * time.Second
+	c.linger.Store(&d)
+	return nil
 }
 
 // failure implements kind.

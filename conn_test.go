@@ -319,3 +319,24 @@ func TestUseAfterCloseWithDeadlinePassed(t *testing.T) {
 	_, err = mc.ReadMessage()
 	require.ErrorIs(t, err, net.ErrClosed)
 }
+
+// TestSetLingerZeroResets: Close after SetLinger(0) discards what was not
+// delivered and resets the peer at once, long before its idle timeout.
+func TestSetLingerZeroResets(t *testing.T) {
+	cfg := &Config{IdleTimeout: time.Minute, RecvWindow: 64 << 10, SendBuffer: 1 << 20}
+	c, s, _ := streamPair(t, cfg, links[0])
+	_, err := c.Write(randomBytes(256<<10, 3)) // the peer's window takes 64 KiB; the rest waits
+	require.NoError(t, err)
+	require.NoError(t, c.SetLinger(0))
+	require.NoError(t, c.Close())
+
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	n, err := io.Copy(io.Discard, s)
+	require.ErrorIs(t, err, ErrReset)
+	require.LessOrEqual(t, n, int64(64<<10), "what waited for the window was discarded")
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the aborted conn did not end")
+	}
+}

@@ -28,7 +28,10 @@ type demoRow struct {
 
 // demo runs "rudpcat demo".
 func (c *cli) demo(o *options, _ []string) error {
-	rows := runDemo(o, c.stderr)
+	rows := runDemo(c.ctx, o, c.stderr)
+	if c.ctx.Err() != nil {
+		return errInterrupted
+	}
 	printTable(c.stdout, rows)
 	failed := 0
 	for _, r := range rows {
@@ -44,8 +47,9 @@ func (c *cli) demo(o *options, _ []string) error {
 }
 
 // runDemo runs one transfer for each protocol (or the one --protocol
-// names) and each loss rate, drawing a progress bar for each on w.
-func runDemo(o *options, w io.Writer) []demoRow {
+// names) and each loss rate, drawing a progress bar for each on w, until
+// ctx ends.
+func runDemo(ctx context.Context, o *options, w io.Writer) []demoRow {
 	protocols := rudp.Protocols()
 	if o.protocol != 0 {
 		protocols = []rudp.Protocol{o.protocol}
@@ -53,8 +57,11 @@ func runDemo(o *options, w io.Writer) []demoRow {
 	var rows []demoRow
 	for _, p := range protocols {
 		for _, path := range o.paths {
-			bar := newProgress(w, o.size, fmt.Sprintf("%v %v", p, path), !o.quiet)
-			rows = append(rows, demoTransfer(o, p, path, bar))
+			if ctx.Err() != nil {
+				return rows
+			}
+			bar := newProgress(w, fmt.Sprintf("%v %v", p, path), showProgress(w, o))
+			rows = append(rows, demoTransfer(ctx, o, p, path, bar))
 			bar.done()
 		}
 	}
@@ -64,10 +71,11 @@ func runDemo(o *options, w io.Writer) []demoRow {
 // demoTransfer sends o.size pseudo-random bytes from a dialer to a
 // listener in this process, over two UDP sockets on 127.0.0.1 that both
 // lose the fraction path.loss of the datagrams they send and delay them
-// by path.delay, and checks that the receiver got the same bytes.
-func demoTransfer(o *options, p rudp.Protocol, path demoPath, progress io.Writer) demoRow {
+// by path.delay, and checks that the receiver got the same bytes. The
+// end of ctx resets both streams.
+func demoTransfer(ctx context.Context, o *options, p rudp.Protocol, path demoPath, progress *progressBar) demoRow {
 	row := demoRow{protocol: p, path: path, size: o.size}
-	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
+	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	cfg := o.config()
@@ -86,7 +94,7 @@ func demoTransfer(o *options, p rudp.Protocol, path demoPath, progress io.Writer
 	}
 	received := make(chan outcome, 1)
 	go func() {
-		r, err := demoReceive(l, deadline)
+		r, err := demoReceive(ctx, l, deadline)
 		received <- outcome{r, err}
 	}()
 
@@ -111,30 +119,32 @@ func demoTransfer(o *options, p rudp.Protocol, path demoPath, progress io.Writer
 
 // demoSend dials addr and sends o.size bytes of a seeded pseudo-random
 // stream, generated as it goes.
-func demoSend(ctx context.Context, addr *net.UDPAddr, cfg *rudp.Config, o *options, path demoPath, progress io.Writer) (result, error) {
+func demoSend(ctx context.Context, addr *net.UDPAddr, cfg *rudp.Config, o *options, path demoPath, progress *progressBar) (result, error) {
 	conn, err := dialStream(ctx, addr, cfg, o.impairment(path.loss, path.delay, o.seed))
 	if err != nil {
 		return result{}, err
 	}
 	defer closeAndWait(conn)
+	defer abortOn(ctx, conn)()
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], o.seed)
 	data := io.LimitReader(rand.NewChaCha8(seed), o.size)
-	return sendStream(conn, data, progress)
+	return sendStream(conn, data, o.size, progress)
 }
 
 // demoReceive accepts one conn from l, reads it to the end and confirms
 // the digest.
-func demoReceive(l *rudp.Listener, deadline time.Time) (result, error) {
+func demoReceive(ctx context.Context, l *rudp.Listener, deadline time.Time) (result, error) {
 	conn, err := acceptOne(l)
 	if err != nil {
 		return result{}, err
 	}
 	defer closeAndWait(conn)
+	defer abortOn(ctx, conn)()
 	_ = conn.SetDeadline(deadline)
-	r, err := receive(conn, io.Discard, io.Discard)
+	r, err := receive(conn, io.Discard, newProgress(io.Discard, "", false))
 	if err != nil {
 		return r, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -38,7 +39,7 @@ func TestDemoRowFailsOnBadConfig(t *testing.T) {
 	o, _, err := parseCommand(lookup(t, "demo"), []string{"--size", "1000", "--loss", "0", "--mtu", "100"})
 	require.NoError(t, err)
 	o.quiet = true
-	rows := runDemo(o, io.Discard)
+	rows := runDemo(context.Background(), o, io.Discard)
 	require.NotEmpty(t, rows)
 	for _, r := range rows {
 		require.Error(t, r.err, "an MTU of 100 is invalid")

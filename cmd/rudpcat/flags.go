@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -77,7 +78,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", o.seed, "seed `N` of the random loss and jitter decisions")
 	fs.IntVar(&o.mtu, "mtu", o.mtu, "largest datagram sent, `N` bytes of UDP payload")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", o.idleTimeout, "fail after `DURATION` without a datagram from the peer")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (there is none unless stderr is a terminal)")
 	if cmd == "recv" {
 		fs.StringVar(&o.output, "o", "", "write the data to `FILE` instead of stdout")
 	}
@@ -92,7 +93,7 @@ func parseCommand(cmd command, args []string) (*options, []string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, nil, err
+			return nil, nil, respell(err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -115,6 +116,19 @@ func parseCommand(cmd command, args []string) (*options, []string, error) {
 		return nil, nil, err
 	}
 	return o, pos, nil
+}
+
+// flagNameRE matches the name of the flag in the flag package's errors,
+// which spell every flag with one dash.
+var flagNameRE = regexp.MustCompile(`^(flag provided but not defined: |flag needs an argument: |invalid (?:boolean )?value "(?:[^"\\]|\\.)*" for (?:flag )?)-(\w[\w-]+)`)
+
+// respell spells a flag named in err as the usage does: --name, or -o for
+// a one-letter name.
+func respell(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errors.New(flagNameRE.ReplaceAllString(err.Error(), "${1}--${2}"))
 }
 
 // validate checks the values that the flag parsers cannot check alone.

@@ -37,13 +37,20 @@ func TestParseCommandErrors(t *testing.T) {
 		{"demo", []string{"--loss", "0,2"}, "not within 0..1"},
 		{"demo", []string{"--size", "0"}, "positive"},
 		{"dial", []string{"--delay", "-1s", "127.0.0.1:1"}, "negative"},
-		{"dial", []string{"--nope", "127.0.0.1:1"}, "not defined"},
+		{"dial", []string{"--nope", "127.0.0.1:1"}, "flag provided but not defined: --nope"},
+		{"dial", []string{"-nope", "127.0.0.1:1"}, "flag provided but not defined: --nope"},
+		{"dial", []string{"127.0.0.1:1", "--mtu"}, "flag needs an argument: --mtu"},
+		{"recv", []string{"127.0.0.1:1", "-o"}, "flag needs an argument: -o"},
+		{"dial", []string{"--loss", "x", "127.0.0.1:1"}, `invalid value "x" for flag --loss: not a number: "x"`},
+		{"dial", []string{"--quiet=maybe", "127.0.0.1:1"}, `invalid boolean value "maybe" for --quiet: `},
+		{"dial", []string{`--delay=" for -x`, "127.0.0.1:1"}, `invalid value "\" for -x" for flag --delay: `},
 		{"send", []string{"f"}, "want arguments FILE ADDR"},
 		{"demo", []string{"extra"}, "takes no arguments"},
 	} {
 		t.Run(strings.Join(append([]string{tc.name}, tc.args...), " "), func(t *testing.T) {
 			_, _, err := parseCommand(lookup(t, tc.name), tc.args)
 			require.ErrorContains(t, err, tc.want)
+			require.NotRegexp(t, `(^|[^-])-(loss|mtu|nope|quiet|delay)\b`, err.Error(), "flags as the usage spells them")
 		})
 	}
 }
@@ -104,5 +111,5 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, exitUsage, c.run(nil))
 	require.Equal(t, exitUsage, c.run([]string{"frobnicate"}))
 	require.Equal(t, exitUsage, c.run([]string{"send", "--loss", "2", "f", "a:1"}))
-	require.Contains(t, errOut.String(), "not within 0..1")
+	require.Contains(t, errOut.String(), "rudpcat send: invalid value \"2\" for flag --loss: loss 2 is not within 0..1\n")
 }

@@ -8,30 +8,51 @@
 //	rudpcat demo                 transfer data over 127.0.0.1 for every protocol and loss rate
 //
 // Run "rudpcat -h" for the flags.
+//
+// Ctrl-C or SIGTERM resets the stream (an abortive close: the peer fails at
+// once with a reset error rather than after its idle timeout) and exits
+// with status 1; a second one exits at once.
+//
+// # Transfer framing
+//
+// send writes a 16-byte header, then the data, then half-closes. The
+// header is the magic "\x00rudpcat" followed by the data's size in bytes,
+// a big-endian uint64, all ones if unknown (stdin); recv uses it only to
+// show the total and an ETA. A stream that does not start with the magic
+// (from rudpcat dial, say) is data from its first byte. recv reads to the
+// end of the stream, writes back the SHA-256 of the data (32 bytes) and
+// closes; send compares it with the SHA-256 of what it sent.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 )
 
 // Exit statuses.
 const (
 	exitOK    = 0
-	exitFail  = 1 // the transfer failed or was not verified
+	exitFail  = 1 // the transfer failed, was not verified or was interrupted
 	exitUsage = 2 // bad command line
 )
 
 // cli is one run of the command with its standard streams.
 type cli struct {
+	ctx            context.Context // ends on Ctrl-C or SIGTERM; nil: never
 	stdin          io.Reader
 	stdout, stderr io.Writer
 }
+
+// errInterrupted is the error of a command stopped by Ctrl-C or SIGTERM.
+var errInterrupted = errors.New("interrupted")
 
 // command is one subcommand.
 type command struct {
@@ -51,14 +72,22 @@ var commands = []command{
 	{"demo", "", 0, "transfer data over UDP on 127.0.0.1 for every protocol and loss rate", (*cli).demo},
 }
 
-// main runs the command on the process's standard streams.
+// main runs the command on the process's standard streams. The first
+// Ctrl-C or SIGTERM ends c.ctx; the next one has its default effect.
 func main() {
-	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	os.Exit(c.run(os.Args[1:]))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	c := &cli{ctx: ctx, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	code := c.run(os.Args[1:])
+	stop()
+	os.Exit(code)
 }
 
 // run dispatches args to a subcommand and returns the exit status.
 func (c *cli) run(args []string) int {
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
 	if len(args) == 0 {
 		usage(c.stderr)
 		return exitUsage
@@ -82,6 +111,9 @@ func (c *cli) run(args []string) int {
 			return exitUsage
 		}
 		if err := cmd.run(c, o, pos); err != nil {
+			if c.ctx.Err() != nil && !errors.Is(err, errInterrupted) {
+				err = errInterrupted // the failure it caused says less
+			}
 			fmt.Fprintf(c.stderr, "rudpcat %s: %v\n", cmd.name, err)
 			return exitFail
 		}

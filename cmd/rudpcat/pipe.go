@@ -9,7 +9,11 @@ import (
 
 // listen runs "rudpcat listen ADDR".
 func (c *cli) listen(o *options, args []string) error {
-	conn, err := c.acceptAddr(args[0], o)
+	l, err := listenAddr(args[0], o)
+	if err != nil {
+		return err
+	}
+	conn, err := c.accept(l)
 	if err != nil {
 		return err
 	}
@@ -18,7 +22,7 @@ func (c *cli) listen(o *options, args []string) error {
 
 // dial runs "rudpcat dial ADDR".
 func (c *cli) dial(o *options, args []string) error {
-	conn, err := dialAddr(args[0], o)
+	conn, err := c.dialAddr(args[0], o)
 	if err != nil {
 		return err
 	}
@@ -28,9 +32,10 @@ func (c *cli) dial(o *options, args []string) error {
 // pipe copies conn to stdout and stdin to conn, half-closing conn when
 // stdin ends, until the peer has finished too (like nc -N). It then closes
 // conn and waits for the close to complete. A failure of either direction
-// ends it at once.
+// ends it at once; c.ctx's end resets the stream.
 func (c *cli) pipe(conn *rudp.Conn) error {
 	defer closeAndWait(conn)
+	defer abortOn(c.ctx, conn)()
 	sent := make(chan error, 1)
 	go func() {
 		if _, err := io.Copy(conn, c.stdin); err != nil {

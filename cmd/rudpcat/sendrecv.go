@@ -13,40 +13,54 @@ func (c *cli) send(o *options, args []string) error {
 		return err
 	}
 	defer src.Close()
-	conn, err := dialAddr(args[1], o)
+	conn, err := c.dialAddr(args[1], o)
 	if err != nil {
 		return err
 	}
 	defer closeAndWait(conn)
-	bar := newProgress(c.stderr, size, "send", !o.quiet)
-	r, err := sendStream(conn, src, bar)
+	defer abortOn(c.ctx, conn)()
+	bar := newProgress(c.stderr, "send", showProgress(c.stderr, o))
+	r, err := sendStream(conn, src, size, bar)
 	bar.done()
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return fmt.Errorf("%w after sending %d bytes; the stream was reset", errInterrupted, r.bytes)
+		}
 		return err
 	}
 	c.report("sent", r, "confirmed by the receiver")
 	return nil
 }
 
-// recv runs "rudpcat recv [-o FILE] ADDR".
+// recv runs "rudpcat recv [-o FILE] ADDR". It creates the output file
+// only once the socket is bound.
 func (c *cli) recv(o *options, args []string) error {
-	dst, err := createOutput(o.output, c.stdout)
+	l, err := listenAddr(args[0], o)
 	if err != nil {
 		return err
 	}
-	conn, err := c.acceptAddr(args[0], o)
+	dst, err := createOutput(o.output, c.stdout)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	conn, err := c.accept(l)
 	if err != nil {
 		_ = dst.Close()
 		return err
 	}
 	defer closeAndWait(conn)
-	bar := newProgress(c.stderr, -1, "recv", !o.quiet)
+	defer abortOn(c.ctx, conn)()
+	bar := newProgress(c.stderr, "recv", showProgress(c.stderr, o))
 	r, err := receive(conn, dst, bar)
 	bar.done()
 	if cerr := dst.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("writing %s: %w", o.output, cerr)
 	}
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return fmt.Errorf("%w after receiving %d bytes; the stream was reset", errInterrupted, r.bytes)
+		}
 		return err // no confirmation: the sender fails too
 	}
 	if err := confirm(conn, r.sum); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -70,9 +71,22 @@ func dialStream(ctx context.Context, raddr *net.UDPAddr, cfg *rudp.Config, imp i
 	conn := rudp.Client(pc, raddr, cfg)
 	if err := conn.Handshake(ctx); err != nil {
 		_ = conn.Close()
+		if errors.Is(err, rudp.ErrHandshakeTimeout) {
+			return nil, fmt.Errorf("connecting to %v: %w (is rudpcat listening there, with the same --protocol?)", raddr, err)
+		}
 		return nil, fmt.Errorf("connecting to %v: %w", raddr, err)
 	}
 	return conn, nil
+}
+
+// abortOn resets conn's stream if ctx ends (Ctrl-C, SIGTERM) before the
+// returned stop is called: the peer then fails at once with a reset error
+// rather than after its idle timeout.
+func abortOn(ctx context.Context, conn *rudp.Conn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		_ = conn.SetLinger(0)
+		_ = conn.Close()
+	})
 }
 
 // closeAndWait closes conn and waits until it has finished delivering
@@ -85,22 +99,25 @@ func closeAndWait(conn *rudp.Conn) {
 	}
 }
 
-// acceptAddr listens on addr as the flags ask, reports the address on
-// stderr, and accepts one conn.
-func (c *cli) acceptAddr(addr string, o *options) (*rudp.Conn, error) {
-	l, err := listenStream(addr, o.config(), o.impairment(o.loss, -1, o.seed))
-	if err != nil {
-		return nil, err
-	}
+// listenAddr binds a socket on addr and listens on it as the flags ask.
+func listenAddr(addr string, o *options) (*rudp.Listener, error) {
+	return listenStream(addr, o.config(), o.impairment(o.loss, -1, o.seed))
+}
+
+// accept reports l's address on stderr and accepts one conn from l, unless
+// c.ctx ends first.
+func (c *cli) accept(l *rudp.Listener) (*rudp.Conn, error) {
 	fmt.Fprintf(c.stderr, "rudpcat: listening on %v\n", l.Addr())
+	stop := context.AfterFunc(c.ctx, func() { _ = l.Close() })
+	defer stop()
 	return acceptOne(l)
 }
 
-// dialAddr connects to addr as the flags ask.
-func dialAddr(addr string, o *options) (*rudp.Conn, error) {
+// dialAddr connects to addr as the flags ask, unless c.ctx ends first.
+func (c *cli) dialAddr(addr string, o *options) (*rudp.Conn, error) {
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return dialStream(context.Background(), raddr, o.config(), o.impairment(o.loss, -1, o.seed))
+	return dialStream(c.ctx, raddr, o.config(), o.impairment(o.loss, -1, o.seed))
 }

@@ -1,19 +1,63 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/rudpkit/rudp"
 )
 
-// A transfer is one stream of bytes from a sender to a receiver: the
-// sender writes the data and half-closes; the receiver reads to EOF,
-// writes back the SHA-256 of what it read (32 bytes) and closes; the
-// sender compares it with its own.
+// A transfer is one stream from a sender to a receiver, framed as the
+// package doc describes: a header announcing the size, the data, and back
+// the receiver's SHA-256 of the data.
+
+// headerMagic starts a transfer header; the data's size follows it.
+const headerMagic = "\x00rudpcat"
+
+// headerLen is the length of a transfer header.
+const headerLen = len(headerMagic) + 8
+
+// appendHeader appends the transfer header announcing size bytes (-1:
+// unknown) to b.
+func appendHeader(b []byte, size int64) []byte {
+	u := uint64(math.MaxUint64)
+	if size >= 0 {
+		u = uint64(size)
+	}
+	return binary.BigEndian.AppendUint64(append(b, headerMagic...), u)
+}
+
+// readHeader reads a transfer header from r and returns the size it
+// announces, -1 if unknown. A stream that does not start with the header
+// is data from its first byte: readHeader then stops reading at the first
+// Read that shows it and returns the bytes read, which are data, and size
+// -1. A size too large for an int64 is taken as unknown.
+func readHeader(r io.Reader) (size int64, data []byte, err error) {
+	var h [headerLen]byte
+	n := 0
+	for n < headerLen {
+		m, err := r.Read(h[n:])
+		n += m
+		k := min(n, len(headerMagic))
+		switch {
+		case err != nil && err != io.EOF:
+			return -1, h[:n], err
+		case string(h[:k]) != headerMagic[:k] || err == io.EOF:
+			return -1, h[:n], nil
+		}
+	}
+	u := binary.BigEndian.Uint64(h[len(headerMagic):])
+	if u > math.MaxInt64 {
+		return -1, nil, nil
+	}
+	return int64(u), nil, nil
+}
 
 // copyBuffer is the size of the buffer data is copied through.
 const copyBuffer = 256 << 10
@@ -31,13 +75,18 @@ func (r result) mbps() float64 {
 	return float64(r.bytes) / 1e6 / r.elapsed.Seconds()
 }
 
-// sendStream sends all of src over conn, reporting progress to progress,
-// half-closes conn, and waits for the receiver's digest and end of stream.
-// It fails if the digest differs from the SHA-256 of what it sent. The
-// elapsed time runs until the digest arrived.
-func sendStream(conn *rudp.Conn, src io.Reader, progress io.Writer) (result, error) {
+// sendStream sends the header announcing size bytes (-1: unknown) and
+// all of src over conn, reporting progress to progress, half-closes conn,
+// and waits for the receiver's digest and end of stream. It fails if the
+// digest differs from the SHA-256 of what it sent. The elapsed time runs
+// until the digest arrived.
+func sendStream(conn *rudp.Conn, src io.Reader, size int64, progress *progressBar) (result, error) {
 	var r result
 	start := time.Now()
+	if _, err := conn.Write(appendHeader(nil, size)); err != nil {
+		return r, fmt.Errorf("sending: %w", err)
+	}
+	progress.start(size)
 	h := sha256.New()
 	n, err := io.CopyBuffer(conn, io.TeeReader(src, io.MultiWriter(h, progress)), make([]byte, copyBuffer))
 	r.bytes = n
@@ -70,15 +119,24 @@ func sendStream(conn *rudp.Conn, src io.Reader, progress io.Writer) (result, err
 	return r, nil
 }
 
-// receive copies conn to dst until the sender half-closes, reporting
-// progress to progress, and returns the SHA-256 of what it read. The
+// receive reads the header from conn, starts progress with the size it
+// announces, and copies the data to dst until the sender half-closes,
+// reporting progress to progress. It returns the SHA-256 of the data; the
 // caller then confirms it.
-func receive(conn *rudp.Conn, dst, progress io.Writer) (result, error) {
+func receive(conn *rudp.Conn, dst io.Writer, progress *progressBar) (result, error) {
 	var r result
 	start := time.Now()
+	size, head, err := readHeader(conn)
+	progress.start(size)
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(dst, h, progress), conn, make([]byte, copyBuffer))
-	r.bytes = n
+	w := io.MultiWriter(dst, h, progress)
+	n, werr := w.Write(head)
+	r.bytes = int64(n)
+	if err = cmp.Or(err, werr); err == nil {
+		var m int64
+		m, err = io.CopyBuffer(w, conn, make([]byte, copyBuffer))
+		r.bytes += m
+	}
 	r.elapsed = time.Since(start)
 	r.retransmits = conn.Stats().Retransmits
 	if err != nil {

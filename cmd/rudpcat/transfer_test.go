@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
+	"github.com/rudpkit/rudp"
 	"github.com/rudpkit/rudp/internal/impair"
 	"github.com/stretchr/testify/require"
 )
@@ -124,6 +126,9 @@ func TestSendStdinRecvStdout(t *testing.T) {
 	require.Equal(t, exitOK, sender.run([]string{"send", "-", addr}), sendErr.String())
 	require.Equal(t, exitOK, exitStatus(t, recvDone, recvErr), recvErr.String())
 	require.Equal(t, "hello over rudp\n", recvOut.String())
+	// Without --quiet, but stderr is no terminal: no bar frames in the logs.
+	require.NotContains(t, sendErr.String(), "\r")
+	require.NotContains(t, recvErr.String(), "\r")
 }
 
 func TestListenDial(t *testing.T) {
@@ -198,7 +203,7 @@ func TestPipeStdinFailure(t *testing.T) {
 	conn, err := dialStream(context.Background(), l.Addr().(*net.UDPAddr), nil, impair.Config{})
 	require.NoError(t, err)
 
-	c := &cli{stdin: &failingReader{data: "partial", err: errors.New("disk on fire")}, stdout: io.Discard, stderr: io.Discard}
+	c := &cli{ctx: context.Background(), stdin: &failingReader{data: "partial", err: errors.New("disk on fire")}, stdout: io.Discard, stderr: io.Discard}
 	done := make(chan error, 1)
 	go func() { done <- c.pipe(conn) }()
 	select {
@@ -208,4 +213,195 @@ func TestPipeStdinFailure(t *testing.T) {
 		t.Fatal("pipe did not end after stdin failed")
 	}
 	require.Equal(t, "partial", <-got)
+}
+
+func TestReadHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream string
+		size   int64
+		data   string // the bytes read that are data
+	}{
+		{"header", string(appendHeader(nil, 3<<30)) + "rest", 3 << 30, ""},
+		{"unknown size", string(appendHeader(nil, -1)), -1, ""},
+		{"size beyond int64", headerMagic + "\x80\x00\x00\x00\x00\x00\x00\x00", -1, ""},
+		{"plain stream", "hello over rudp, long enough", -1, "h"},
+		{"plain, short", "hi", -1, "h"},
+		{"empty", "", -1, ""},
+		{"magic's start, then data", "\x00rudx", -1, "\x00rudx"},
+		{"magic's start, then the end", "\x00rud", -1, "\x00rud"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// One byte a Read: readHeader stops at the first one that differs.
+			size, data, err := readHeader(iotest.OneByteReader(strings.NewReader(tc.stream)))
+			require.NoError(t, err)
+			require.Equal(t, tc.size, size)
+			require.Equal(t, tc.data, string(data))
+		})
+	}
+	_, _, err := readHeader(iotest.ErrReader(net.ErrClosed))
+	require.ErrorIs(t, err, net.ErrClosed)
+}
+
+// streamTo dials the listener at addr with cfg (nil: defaults).
+func streamTo(t *testing.T, addr string, cfg *rudp.Config) *rudp.Conn {
+	t.Helper()
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := dialStream(ctx, raddr, cfg, impair.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { closeAndWait(conn) })
+	return conn
+}
+
+// TestRecvPlainStream: recv takes a stream without the transfer header,
+// as rudpcat dial sends, as data from its first byte.
+func TestRecvPlainStream(t *testing.T) {
+	recvErr := newStderrWatcher()
+	var recvOut bytes.Buffer
+	recv := &cli{stdin: strings.NewReader(""), stdout: &recvOut, stderr: recvErr}
+	recvDone := start(recv, "recv", "127.0.0.1:0")
+	conn := streamTo(t, recvErr.listenAddr(t), nil)
+
+	_, err := conn.Write([]byte("plain bytes"))
+	require.NoError(t, err)
+	require.NoError(t, conn.CloseWrite())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	sum, err := io.ReadAll(conn)
+	require.NoError(t, err)
+	want := sha256.Sum256([]byte("plain bytes"))
+	require.Equal(t, want[:], sum)
+	require.Equal(t, exitOK, exitStatus(t, recvDone, recvErr), recvErr.String())
+	require.Equal(t, "plain bytes", recvOut.String())
+}
+
+// TestRecvProgressTotal: the receiver's bar shows the size the sender
+// announced.
+func TestRecvProgressTotal(t *testing.T) {
+	l, err := listenStream("127.0.0.1:0", nil, impair.Config{})
+	require.NoError(t, err)
+	sender := streamTo(t, l.Addr().String(), nil)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := sendStream(sender, bytes.NewReader(make([]byte, 3<<20)), 3<<20, newProgress(io.Discard, "", false))
+		sent <- err
+	}()
+	conn, err := acceptOne(l)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+
+	var bar bytes.Buffer
+	r, err := receive(conn, io.Discard, newProgress(&bar, "recv", true))
+	require.NoError(t, err)
+	require.NoError(t, confirm(conn, r.sum))
+	closeAndWait(conn)
+	require.NoError(t, <-sent)
+	require.Equal(t, int64(3<<20), r.bytes, "the header is no data")
+	require.Contains(t, bar.String(), "0 B/3.1 MB", "the first frame shows the total")
+}
+
+// bytesWatcher is a Writer that reports when it has been written n bytes.
+type bytesWatcher struct {
+	n, got  int
+	reached chan struct{}
+}
+
+func (w *bytesWatcher) Write(p []byte) (int, error) {
+	w.got += len(p)
+	if w.got >= w.n && w.reached != nil {
+		close(w.reached)
+		w.reached = nil
+	}
+	return len(p), nil
+}
+
+// TestRecvInterrupted: Ctrl-C (here a cancelled context) resets the
+// stream, so that the sender fails at once rather than after its idle
+// timeout, and recv exits with a one-line message saying what it got.
+func TestRecvInterrupted(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	recvErr := newStderrWatcher()
+	out := &bytesWatcher{n: 1000, reached: make(chan struct{})}
+	reached := out.reached
+	recv := &cli{ctx: ctx, stdin: strings.NewReader(""), stdout: out, stderr: recvErr}
+	recvDone := start(recv, "recv", "--quiet", "127.0.0.1:0")
+	conn := streamTo(t, recvErr.listenAddr(t), &rudp.Config{IdleTimeout: time.Minute})
+
+	_, err := conn.Write(append(appendHeader(nil, 1<<20), make([]byte, 1000)...))
+	require.NoError(t, err)
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("recv did not write the data")
+	}
+	interrupt()
+
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Read(make([]byte, 1))
+	require.ErrorIs(t, err, rudp.ErrReset)
+	select {
+	case code := <-recvDone:
+		require.Equal(t, exitFail, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("recv did not exit")
+	}
+	lines := strings.Split(strings.TrimSuffix(recvErr.String(), "\n"), "\n")
+	require.Equal(t, "rudpcat recv: interrupted after receiving 1000 bytes; the stream was reset", lines[len(lines)-1])
+	require.Len(t, lines, 2, "listening on, then the message")
+}
+
+// TestListenInterrupted: Ctrl-C before a peer came ends the wait.
+func TestListenInterrupted(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	lisErr := newStderrWatcher()
+	lis := &cli{ctx: ctx, stdin: strings.NewReader(""), stdout: io.Discard, stderr: lisErr}
+	done := start(lis, "listen", "127.0.0.1:0")
+	lisErr.listenAddr(t)
+	interrupt()
+	select {
+	case code := <-done:
+		require.Equal(t, exitFail, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("listen did not exit")
+	}
+	require.True(t, strings.HasSuffix(lisErr.String(), "\nrudpcat listen: interrupted\n"), lisErr.String())
+}
+
+// TestRecvBindFailureKeepsFile: recv -o FILE creates FILE only once its
+// socket is bound, so a taken port leaves an existing FILE alone.
+func TestRecvBindFailureKeepsFile(t *testing.T) {
+	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	dir := t.TempDir()
+	old, fresh := filepath.Join(dir, "old"), filepath.Join(dir, "fresh")
+	require.NoError(t, os.WriteFile(old, []byte("precious"), 0o600))
+
+	for _, out := range []string{old, fresh} {
+		var errOut bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errOut}
+		require.Equal(t, exitFail, c.run([]string{"recv", "-o", out, taken.LocalAddr().String()}))
+		require.Contains(t, errOut.String(), "address already in use")
+	}
+	got, err := os.ReadFile(old)
+	require.NoError(t, err)
+	require.Equal(t, "precious", string(got))
+	_, err = os.Stat(fresh)
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestHandshakeTimeoutHint: a dialer whose handshake times out, as it does
+// against a listener of another protocol, suggests --protocol.
+func TestHandshakeTimeoutHint(t *testing.T) {
+	ps := rudp.Protocols()
+	l, err := listenStream("127.0.0.1:0", &rudp.Config{Protocol: ps[0]}, impair.Config{})
+	require.NoError(t, err)
+	defer l.Close()
+	cfg := &rudp.Config{Protocol: ps[1], HandshakeTimeout: 200 * time.Millisecond}
+	_, err = dialStream(context.Background(), l.Addr().(*net.UDPAddr), cfg, impair.Config{})
+	require.ErrorIs(t, err, rudp.ErrHandshakeTimeout)
+	require.ErrorContains(t, err, "with the same --protocol?")
 }
