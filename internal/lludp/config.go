@@ -158,10 +158,12 @@ type Config struct {
 	// as the viewer. It must be below SeqWrap (2^24). Other values exist
 	// to exercise the wrap to 0 after 0xFFFFFF; peers accept any number.
 	InitialSeq uint32
-	// NoChallenge takes a CloseCircuit received while the circuit is open
-	// at once, as the viewer does, instead of first checking with a ping
-	// that the circuit is really gone (see Session.challengeClose). One
-	// spoofed CloseCircuit from the peer's address then ends the session.
+	// NoChallenge takes a CloseCircuit, or a server's reliable
+	// UseCircuitCode with another Circuit, received while the circuit is
+	// open at once, as the viewer does, instead of first checking with a
+	// ping that the circuit is really gone (see Session.challenged). One
+	// spoofed datagram from the peer's address then ends or replaces the
+	// circuit.
 	NoChallenge bool
 	// Congestion selects the sender's congestion controller: congestion.BBR
 	// (the default) or congestion.AIMD. It bounds the reliable datagrams in

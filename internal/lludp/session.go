@@ -81,10 +81,12 @@ type Session struct {
 	scratch []byte
 	pkt     Packet
 
-	// Challenge of a CloseCircuit received while open (see challengeClose).
-	chalOn    bool
-	chalPing  uint8
-	chalUntil time.Time
+	// Challenge of a close or restart announced while open (see
+	// challenged).
+	chalKind   challengeKind
+	chalPassed challengeKind // ran out unanswered: the next announcement of this kind is taken
+	chalPing   uint8
+	chalUntil  time.Time
 
 	// Closing.
 	closeAt   time.Time

@@ -533,14 +533,39 @@ func otherHello(t *testing.T) []byte {
 	return encode(Packet{Flags: FlagReliable, Seq: 1, Message: UseCircuitCode, Body: appendCircuit(nil, c)})
 }
 
+// restartUnanswered hands s otherHello at t0, checks that it is
+// challenged with a StartPingCheck rather than taken, and lets the
+// challenge run out unanswered; it returns when it ran out.
+func restartUnanswered(t *testing.T, s *Session) time.Time {
+	t.Helper()
+	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
+	c, _ := s.Circuit()
+	require.Equal(t, testCircuit, c, "not taken before the challenge")
+	require.Equal(t, uint64(1), s.Stats().Challenges)
+	pinged := false
+	for h := poll(t, s, t0); h != ""; h = poll(t, s, t0) {
+		var pk Packet
+		require.NoError(t, ParsePacket(unhex(t, h), &pk, nil))
+		pinged = pinged || pk.Message == StartPingCheck
+	}
+	require.True(t, pinged, "the challenge")
+	until := s.chalUntil
+	require.Equal(t, t0.Add(2*s.roundTrip()+challengeSlack), until)
+	for poll(t, s, until) != "" {
+	}
+	require.Equal(t, engine.StateEstablished, s.State())
+	return until
+}
+
 func TestPeerRestartRejected(t *testing.T) {
 	s := openServer(t, Config{RejectNewPeerSession: true})
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("old")})))
+	now := restartUnanswered(t, s)
 	before, stats := snapshot(s), s.stats
-	require.ErrorIs(t, s.HandleDatagram(t0, otherHello(t)), engine.ErrPeerRestarted)
+	require.ErrorIs(t, s.HandleDatagram(now, otherHello(t)), engine.ErrPeerRestarted)
 	requireUnchanged(t, before, s, stats)
 	// The same circuit again is a duplicate, acknowledged.
-	require.NoError(t, s.HandleDatagram(t0, unhex(t, helloHex)))
+	require.NoError(t, s.HandleDatagram(now, unhex(t, helloHex)))
 	require.Equal(t, uint64(1), s.Stats().Duplicates)
 	c, _ := s.Circuit()
 	require.Equal(t, testCircuit, c)
@@ -550,153 +575,43 @@ func TestPeerRestartAdopted(t *testing.T) {
 	s := openServer(t)
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("old")})))
 	require.NoError(t, s.Send([]byte("pending"), rel))
-	poll(t, s, t0) // carries acks 1 and 2 for the old peer
-	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
+	now := restartUnanswered(t, s) // acks 1 and 2 went to the old peer
+	require.NoError(t, s.HandleDatagram(now, otherHello(t)))
 	require.Equal(t, uint64(1), s.Stats().PeerRestarts)
 	c, ok := s.Circuit()
 	require.True(t, ok)
 	require.Equal(t, uint32(999), c.Code)
-	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("new")})))
+	require.NoError(t, s.HandleDatagram(now, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("new")})))
 	require.Equal(t, []string{"old", "new"}, drain(s), "the new peer's seq 2 is not a duplicate")
-	require.Equal(t, engine.StateEstablished, s.State())
-	require.Equal(t, "000000000200fffffffb02"+"01000000"+"02000000", poll(t, s, t0.Add(100*ms)), "only the new peer's datagrams acknowledged")
-	require.Equal(t, "600000000100ffff0001"+hex.EncodeToString([]byte("pending")), poll(t, s, t0.Add(5*time.Second)), "pending data resent to the new peer")
 }
 
-func TestAcceptRejectsOtherFirstDatagrams(t *testing.T) {
-	s := newSession(t, t0, Config{Accept: true})
-	before := snapshot(s)
-	short := unhex(t, helloHex)
-	short = short[:len(short)-1]
-	unreliable := unhex(t, helloHex)
-	unreliable[0] = 0
-	v := loadVectors(t)
-	var inputs [][]byte
-	for _, p := range v.Packets {
-		if p.Decode.NumberHex != "0xFFFF0003" {
-			inputs = append(inputs, unhex(t, p.Hex))
-		}
-	}
-	inputs = append(inputs, short, unreliable)
-	for i, in := range inputs {
-		require.ErrorIs(t, s.HandleDatagram(t0, in), engine.ErrRejected, "input %d", i)
-	}
-	requireUnchanged(t, before, s, engine.Stats{PacketsRejected: uint64(len(inputs))})
-	require.Equal(t, engine.StateHandshake, s.State())
-	require.Empty(t, poll(t, s, t0))
-	require.NoError(t, s.HandleDatagram(t0, unhex(t, helloHex)))
-	require.Equal(t, engine.StateEstablished, s.State())
-	require.NoError(t, s.HandleDatagram(t0, unhex(t, v.Packets[3].Hex)), "AgentAnimation, now on the circuit")
+// TestSpoofedRestart: a reliable UseCircuitCode with another circuit from
+// the client's address, whose challenge the live client answers, changes
+// nothing: the circuit stays, and so do its sequence numbers.
+func TestSpoofedRestart(t *testing.T) {
+	p := newPair(t, Config{}, Config{RejectNewPeerSession: true}, 10*ms, 0, 1)
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished })
+	require.NoError(t, p.B.HandleDatagram(p.Now, otherHello(t)), "challenged, not refused")
+	p.RunUntil(1000, func() bool { return p.B.Stats().SpoofsRefused == 1 })
+	require.NoError(t, p.B.HandleDatagram(p.Now, otherHello(t)), "challenged again")
+	p.RunUntil(1000, func() bool { return p.B.Stats().SpoofsRefused == 2 })
+	require.Zero(t, p.B.Stats().PeerRestarts)
+	require.NoError(t, p.A.Send([]byte("still"), rel))
+	var got []string
+	p.RunUntil(1000, func() bool { got = append(got, drain(p.B)...); return len(got) > 0 })
+	require.Equal(t, []string{"still"}, got)
+	require.Empty(t, p.Errs)
 }
 
-func TestGarbageChangesNothing(t *testing.T) {
-	s := openServer(t)
-	require.NoError(t, s.Send([]byte("r"), rel))
-	poll(t, s, t0)
-	before, stats := snapshot(s), s.stats
-	inputs := [][]byte{
-		nil,
-		{0},
-		unhex(t, "000000000100"),          // no message number
-		unhex(t, "0000000001"+"00ff"),     // truncated Medium
-		unhex(t, "0000000001"+"00ffff00"), // truncated Low
-		unhex(t, "0000000001"+"0305"),     // extra header past the end
-		unhex(t, "1000000001"+"000505"),   // 5 acks claimed, none there
-		unhex(t, "8000000001"+"00ff"),     // zerocoded number truncated
-		unhex(t, "8000000001"+"0005"+"00000000000000000000000000000000000000000000000000000000000000000000"), // expands beyond 8192
-		make([]byte, MaxDecoded+1),
-	}
-	for i, in := range inputs {
-		require.ErrorIs(t, s.HandleDatagram(t0, in), engine.ErrMalformed, "input %d", i)
-		stats.PacketsRejected++
-	}
-	requireUnchanged(t, before, s, stats)
-}
-
-func TestSequenceWrap(t *testing.T) {
-	c := newSession(t, t0, Config{Client: true, Circuit: testCircuit, InitialSeq: SeqWrap - 1})
-	require.Equal(t, "4000ffffff00ffff0003", poll(t, c, t0)[:20])
-	require.NoError(t, c.HandleDatagram(t0, encode(Packet{Seq: 1, Message: PacketAck, Body: []byte{1, 0xff, 0xff, 0xff, 0}})))
-	require.Equal(t, engine.StateEstablished, c.State())
-	require.NoError(t, c.Send(nil, engine.SendOptions{MessageNumber: 7}))
-	require.Equal(t, "40000000000007", poll(t, c, t0), "0xFFFFFF wraps to 0")
-
-	// Receiving: 32-bit numbers, and duplicates across the 24-bit wrap.
-	s := openServer(t)
-	for _, seq := range []uint32{0xFFFFFE, 0xFFFFFF, 0, 1<<30 | 5} {
-		require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: seq, Message: 5, Body: []byte{1}})))
-	}
-	require.Len(t, drain(s), 4)
-	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 0xFFFFFF, Message: 5})))
-	require.Empty(t, drain(s), "seen before the wrap")
-}
-
-func TestRecvQueueBound(t *testing.T) {
-	s := openServer(t)
-	for i := range MaxRecvQueue {
-		require.NoError(t, s.HandleDatagram(t0, encode(Packet{Seq: uint32(2 + i), Message: 5})))
-	}
-	before, stats := snapshot(s), s.stats
-	require.ErrorIs(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1 << 20, Message: 5})), engine.ErrRejected)
-	stats.PacketsRejected++
-	requireUnchanged(t, before, s, stats)
-	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Seq: 1 << 20, Message: StartPingCheck, Body: []byte{3}})), "transport messages still pass")
-	_, ok := s.Recv()
-	require.True(t, ok)
-	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1<<20 + 1, Message: 5})))
-}
-
-// TestAckRTT: with Config.AckRTT the resend timeout follows RFC 6298 from
-// the acks of datagrams sent once: 20 ms each way plus a 2 ms ack delay
-// give an SRTT of 42 ms and an RTO of 42 + 4·21 = 126 ms; a lost datagram
-// is resent after that RTO, and resent again after double it.
-func TestAckRTT(t *testing.T) {
-	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms, ResendLimit: -1}
-	p := newPair(t, cfg, Config{AckDelay: 2 * ms}, 20*ms, 0, 1)
-	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished })
-	st := p.A.Stats()
-	require.Equal(t, 42*ms, st.SRTT, "the UseCircuitCode round trip: 20 + 2 + 20 ms")
-	require.Equal(t, 21*ms, st.RTTVar)
-	require.Equal(t, 126*ms, st.RTO)
-
-	p.AB.Cut = true
-	require.NoError(t, p.A.Send([]byte("x"), rel))
-	sent := p.Now
-	p.Advance(sent.Add(time.Millisecond))
-	p.AB.Log = nil
-	p.Advance(sent.Add(126*ms + 252*ms + time.Millisecond))
-	require.Len(t, p.AB.Log, 2, "resent after 126 ms, then 252 ms later")
-	require.Equal(t, 504*ms, p.A.Stats().RTO, "doubled by each resend")
-
-	p.AB.Cut = false
-	p.Advance(p.Now.Add(time.Second))
-	require.Zero(t, p.A.Pending())
-	require.NoError(t, p.A.Send([]byte("y"), rel))
-	p.Advance(p.Now.Add(time.Second))
-	require.Equal(t, 105*ms, p.A.Stats().RTO, "the ack of a fresh datagram takes the doubling back: 42 + 4·15.75 ms")
-}
-
-// TestAckRTTLongerPath: when the round trip grows past the resend timeout
-// (but stays below twice it), every datagram times out once and its ack
-// then arrives before a second timeout. Karn's rule forbids samples from
-// those datagrams, so only the back-off of the first timeout can lengthen
-// the timeout and let a fresh datagram be acknowledged in time to give a
-// sample; without it every datagram is sent twice for ever.
-func TestAckRTTLongerPath(t *testing.T) {
-	cfg := Config{AckRTT: true, RTOMin: 10 * ms, AckDelay: 2 * ms, ResendLimit: -1, KeepAlive: -1}
-	p := newPair(t, cfg, Config{AckDelay: 2 * ms, KeepAlive: -1}, 20*ms, 0, 1)
-	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished })
-	require.Equal(t, 126*ms, p.A.Stats().RTO)
-	p.AB.Delay, p.BA.Delay = 80*ms, 80*ms // 162 ms round trip
-	for range 100 {
-		require.NoError(t, p.A.Send([]byte("x"), rel))
-		p.Advance(p.Now.Add(20 * ms))
-	}
-	p.Advance(p.Now.Add(time.Second))
-	require.Zero(t, p.A.Pending())
-	st := p.A.Stats()
-	require.Less(t, st.Retransmits, uint64(10), "the timeout adapts to the longer path")
-	require.Greater(t, st.RTO, 162*ms)
+// TestRestartedClientSilent: a client whose circuit is not open yet does
+// not answer StartPingCheck, so that a restarted client does not pass for
+// the live circuit it replaces when the server challenges its
+// UseCircuitCode.
+func TestRestartedClientSilent(t *testing.T) {
+	c := newSession(t, t0, Config{Client: true, Circuit: testCircuit})
+	require.Equal(t, helloHex, poll(t, c, t0))
+	require.NoError(t, c.HandleDatagram(t0, encode(Packet{Seq: 1, Message: StartPingCheck, Body: []byte{0, 0, 0, 0, 0}})))
+	require.Empty(t, poll(t, c, t0))
 }
 
 // TestSendUnknownDelivery: a Delivery value the engine does not know is
@@ -744,7 +659,7 @@ func TestAckRTTCloseSpacing(t *testing.T) {
 // copy of the old client's UseCircuitCode is refused instead of switching
 // the session back to the peer that is gone.
 func TestLateHelloOfReplacedCircuit(t *testing.T) {
-	s := openServer(t)
+	s := openServer(t, Config{NoChallenge: true})
 	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
 	require.Equal(t, uint64(1), s.Stats().PeerRestarts)
 	before, stats := snapshot(s), s.stats
