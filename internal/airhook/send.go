@@ -32,14 +32,18 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	at, why := s.transmitDue()
-	probe := false
-	if why == dueNever || now.Before(at) {
+	probe := s.chalSend // a challenge goes as a probe: see challenged
+	if !probe && (why == dueNever || now.Before(at)) {
 		if !s.probeDue(now) {
 			return 0
 		}
 		probe = true
 	}
 	n, repeat := s.transmit(now, buf, probe)
+	if s.chalSend {
+		s.chalSend, s.chalSeq = false, s.lastSent
+		s.chalUntil = now.Add(max(2*s.rtt.RTO(), engine.ChallengeMin))
+	}
 	switch {
 	case probe:
 		s.lastProbe = now

@@ -73,6 +73,14 @@ type Session struct {
 	kickAt       time.Time
 	retryArmed   bool // a packet is due one RTO after the last transmit
 
+	// Challenge of a new peer session announced once established (see
+	// challenged).
+	chalOn     bool      // running
+	chalSend   bool      // its packet is due
+	chalPassed bool      // ran out unanswered: the next new session is taken
+	chalSeq    uint16    // the sequence number of its packet
+	chalUntil  time.Time // when it runs out
+
 	state engine.State
 	err   error
 	stats engine.Stats

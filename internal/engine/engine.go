@@ -138,6 +138,13 @@ type Stats struct {
 	Congestion congestion.Stats
 }
 
+// ChallengeMin is the shortest time an engine waits for the live peer's
+// answer when it challenges a restart or close announced from the peer's
+// address, whatever the round trip: a fast path's round trip is well below
+// the time a loaded host may take to run the peer's answer, and waiting
+// longer only delays a genuine restart or close.
+const ChallengeMin = 50 * time.Millisecond
+
 // Engine is one end of one association, as a pure state machine.
 //
 // Byte ownership: HandleDatagram and Send copy what they keep, so the caller

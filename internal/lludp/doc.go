@@ -94,8 +94,8 @@
 //     address ends the circuit. Here, while the circuit is open, either is
 //     first challenged with a StartPingCheck (RFC 5961's reason): the
 //     live circuit answers and the announcement is ignored
-//     (Stats.SpoofsRefused); without an answer within two round trips it
-//     is taken (Config.NoChallenge restores the viewer's way). A client
+//     (Stats.SpoofsRefused); without an answer within two round trips (at least
+//     engine.ChallengeMin) it is taken (Config.NoChallenge restores the viewer's way). A client
 //     answers pings only once its circuit is open, and no longer once it
 //     has sent CloseCircuit.
 //   - Idle timeout: Config.IdleTimeout (100 s) without any accepted

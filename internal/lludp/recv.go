@@ -187,9 +187,10 @@ func (s *Session) peerClosed() {
 // peer's address. Before acting on it the session sends a StartPingCheck
 // at once: a live circuit answers it, while a peer that closed its circuit,
 // or a restarted client whose new circuit is not open yet, does not. Only
-// without an answer within two round trips is the announcement taken: the
-// close at once (see Poll), the restart with the next copy of its
-// UseCircuitCode (the client resends it until acknowledged). Until then
+// without an answer within two round trips (at least engine.ChallengeMin)
+// is the announcement taken: the close at once (see Poll), the restart
+// with the next copy of its UseCircuitCode (the client resends it until
+// acknowledged). Until then
 // it is ignored, and one received while a challenge runs changes nothing.
 type challengeKind uint8
 
@@ -209,7 +210,7 @@ func (s *Session) challenged(now time.Time, k challengeKind) bool {
 	case s.chalKind == challengeNone:
 		s.chalKind = k
 		s.chalPing = s.nextPingID
-		s.chalUntil = now.Add(2*s.roundTrip() + challengeSlack)
+		s.chalUntil = now.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin))
 		s.pingAt = now.Add(-s.cfg.KeepAlive) // the next ping goes now
 		s.stats.Challenges++
 	}

@@ -205,10 +205,10 @@ func (s *Session) enterDisconnecting() {
 // spoofing the peer's address. Before acting on it the session sends a
 // Ping: a live session answers it (PingAck); a peer that is disconnecting,
 // or a restarted one still connecting, ignores Pings (notes §3.1). Only
-// when no answer comes within an RTO is the announcement taken: the
-// Disconnect answered, the restart adopted or refused. Until then it is
-// ignored, and it must come again (the peer repeats both every 500 ms)
-// once the challenge is over.
+// when no answer comes within an RTO (at least engine.ChallengeMin) is
+// the announcement taken: the Disconnect answered, the restart adopted or
+// refused. Until then it is ignored, and it must come again (the peer
+// repeats both every 500 ms) once the challenge is over.
 type challengeKind uint8
 
 const (
@@ -227,7 +227,7 @@ func (s *Session) challenged(k challengeKind) bool {
 	case s.chalKind == challengeNone:
 		s.chalKind = k
 		s.chalPing = s.pingID
-		s.chalUntil = s.now.Add(s.rto())
+		s.chalUntil = s.now.Add(max(s.rto(), engine.ChallengeMin))
 		s.sendPing()
 		s.stats.Challenges++
 	}
