@@ -158,6 +158,13 @@ type Config struct {
 	// as the viewer. It must be below SeqWrap (2^24). Other values exist
 	// to exercise the wrap to 0 after 0xFFFFFF; peers accept any number.
 	InitialSeq uint32
+	// DeliverDuplicates delivers an application message whose sequence
+	// number arrived before, instead of dropping it (Stats.Duplicates
+	// still counts it), for a layer above that drops duplicates itself,
+	// as rudp streams do by byte offset. Then a datagram forged by a
+	// blind attacker with a sequence number the peer has yet to use
+	// cannot get the genuine datagram dropped as its duplicate.
+	DeliverDuplicates bool
 	// NoChallenge takes a CloseCircuit, or a server's reliable
 	// UseCircuitCode with another Circuit, received while the circuit is
 	// open at once, as the viewer does, instead of first checking with a

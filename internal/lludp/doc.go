@@ -62,7 +62,9 @@
 //     behind the newest sequence number received decides; older numbers
 //     are duplicates when before the peer's latest OldestUnacked, and new
 //     otherwise (see the bound below). Unreliable application messages
-//     are checked too, so that none is delivered twice; unreliable
+//     are checked too, so that none is delivered twice (a layer that
+//     drops duplicates itself may have them all the same:
+//     Config.DeliverDuplicates); unreliable
 //     transport messages are not, since they are harmless to process twice
 //     and some peers send them all with sequence number 0.
 //   - Circuits: a client sends UseCircuitCode (Config.Circuit) first and

@@ -37,7 +37,8 @@ var (
 // is a transport message (PacketAck, StartPingCheck, CompletePingCheck,
 // UseCircuitCode, CloseCircuit, OpenCircuit, which is ignored) and
 // otherwise delivered through Recv, unless its sequence number had
-// arrived before (counted in Stats.Duplicates, notes §3.5). Any 32-bit
+// arrived before (counted in Stats.Duplicates, notes §3.5; delivered all
+// the same with Config.DeliverDuplicates). Any 32-bit
 // sequence number is accepted. The body is copied; b may be reused at
 // once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
@@ -162,7 +163,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	case OpenCircuit:
 		// Blacklisted on UDP by the viewer: ignored (notes §1.6).
 	default:
-		if !dup {
+		if !dup || s.cfg.DeliverDuplicates {
 			data := make([]byte, len(p.Body))
 			copy(data, p.Body)
 			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})

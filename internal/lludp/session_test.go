@@ -671,3 +671,24 @@ func TestLateHelloOfReplacedCircuit(t *testing.T) {
 	c, _ := s.Circuit()
 	require.Equal(t, uint32(999), c.Code)
 }
+
+// TestForgedSeqDoesNotShadow: a datagram forged with the sequence number
+// the client uses next, and taken by the server, makes the client's
+// genuine datagram a duplicate: dropped, after which nothing resends it.
+// With Config.DeliverDuplicates (rudp streams) the genuine one is
+// delivered all the same.
+func TestForgedSeqDoesNotShadow(t *testing.T) {
+	for _, deliver := range []bool{false, true} {
+		p := newPair(t, Config{}, Config{DeliverDuplicates: deliver}, 10*ms, 0, 1)
+		p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished })
+		forged := encode(Packet{Flags: FlagReliable, Seq: p.A.nextSeq, Message: 5, Body: []byte("forged")})
+		require.NoError(t, p.B.HandleDatagram(p.Now, forged))
+		require.NoError(t, p.A.Send([]byte("genuine"), rel))
+		p.RunUntil(1000, func() bool { return p.A.Pending() == 0 })
+		want := []string{"forged"}
+		if deliver {
+			want = append(want, "genuine")
+		}
+		require.Equal(t, want, drain(p.B), "DeliverDuplicates %v", deliver)
+	}
+}
