@@ -172,14 +172,19 @@ func (c *Config) isOpening(p []byte) bool {
 }
 
 // newPeerFunc builds the endpoint callback that admits a datagram from an
-// unknown address as a new peer: it checks that the datagram is an
-// opening, takes a backlog slot (evicting the oldest half-open peer if
+// unknown address as a new peer: it checks the seal of a stream's datagram
+// and that the datagram is an opening, takes a backlog slot (evicting the oldest half-open peer if
 // need be), builds an engine and hands it the datagram; start registers
 // the new conn.
 func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 	mk func(from net.Addr, eng engine.Engine, in int) T) func([]byte, net.Addr, time.Time) {
 	return func(p []byte, from net.Addr, now time.Time) {
-		if !cfg.isOpening(p) {
+		n := len(p)
+		ok := true
+		if stream {
+			p, ok = unseal(p)
+		}
+		if !ok || !cfg.isOpening(p) {
 			q.ep.unknownDrops.Add(1)
 			return
 		}
@@ -202,7 +207,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			q.ep.unknownDrops.Add(1)
 			return
 		}
-		c := mk(from, eng, len(p))
+		c := mk(from, eng, n)
 		q.track(c) // before begin: a peer may be ready at once
 		if !c.base().begin(now) {
 			q.forget(c)

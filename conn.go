@@ -77,6 +77,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	})
 	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
+	c.a.sealed = true
 	c.recycle, _ = eng.(engine.Recycler)
 }
 
