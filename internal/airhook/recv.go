@@ -140,7 +140,7 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer bool) {
 		}
 		s.confirmed = o
 	}
-	old, conf := &s.log[oldConfirmed], &s.log[s.confirmed]
+	old, conf := s.rec(oldConfirmed), s.rec(s.confirmed)
 	s.lastAccepted = p.Seq
 	if !newPeer {
 		s.answered()
@@ -194,7 +194,7 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 		missed[list[i]/64] |= 1 << (list[i] % 64)
 	}
 	for seq := from + 1; seq != s.confirmed+1; seq++ {
-		r := &s.log[seq]
+		r := s.rec(seq)
 		if !r.pkt.InFlight() {
 			continue
 		}
@@ -260,12 +260,12 @@ func (s *Session) adoptPeer(p *Packet) {
 		s.stats.PeerRestarts++
 	}
 	for seq := s.confirmed + 1; seq != uint8(s.lastSent)+1; seq++ {
-		s.cc.Forget(&s.log[seq].pkt) // the new peer will confirm none of them
+		s.cc.Forget(&s.rec(seq).pkt) // the new peer will confirm none of them
 	}
 	s.nMissed = 0
 	s.nextIn = 0
 	if s.peerKnowsUs {
-		for n := s.log[s.confirmed].nextOut; n != s.nextOut; n++ {
+		for n := s.rec(s.confirmed).nextOut; n != s.nextOut; n++ {
 			s.requeue(n)
 		}
 		s.nextOut = 0
@@ -312,7 +312,7 @@ func (s *Session) actOnMissed(list []uint8, from, to uint8) {
 // confirmMessages releases the messages numbered in [from, to) that are
 // still waiting.
 func (s *Session) confirmMessages(from, to uint8) {
-	for n := from; n != to; n++ {
+	for n := from; n != to && s.waiting != nil; n++ {
 		if m := s.waiting[n]; m != nil {
 			s.waiting[n] = nil
 			s.pending--
@@ -325,6 +325,9 @@ func (s *Session) confirmMessages(from, to uint8) {
 // requeue moves message number n, if still waiting, back to the queue; it
 // will be sent again under a new number.
 func (s *Session) requeue(n uint8) {
+	if s.waiting == nil {
+		return
+	}
 	if m := s.waiting[n]; m != nil {
 		s.waiting[n] = nil
 		s.queue.insert(m)

@@ -215,6 +215,14 @@ type Recycler interface {
 	Recycle(b []byte)
 }
 
+// Trimmer is implemented by engines that can free memory they keep for
+// traffic (rings grown by a transfer, recycled buffers) when the
+// association is idle; they allocate it again when traffic resumes. Call
+// Trim after a while without traffic, not after every datagram.
+type Trimmer interface {
+	Trim()
+}
+
 // Errors shared by all engines. The root package re-exports the ones users
 // see, so errors.Is matches across the layers.
 var (

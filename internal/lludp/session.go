@@ -309,6 +309,20 @@ func (s *Session) rto() time.Duration {
 	return max(s.cfg.RTOMin, min(rtoFactor*s.avgPing, s.cfg.RTOMax))
 }
 
+// Trim frees what an idle session keeps for traffic: the ring of owed
+// acks when none is owed, the zerocoding scratch buffer and the recycled
+// messages; with Config.DeliverDuplicates, which makes it matter only for
+// transport messages, the duplicate window too (it starts again from the
+// next number). They are allocated again when needed.
+func (s *Session) Trim() {
+	s.acks.trim()
+	s.scratch = nil
+	s.free = nil
+	if s.cfg.DeliverDuplicates {
+		s.win = window{}
+	}
+}
+
 // fail ends the session with err.
 func (s *Session) fail(err error) {
 	s.state = engine.StateClosed

@@ -267,6 +267,17 @@ func (s *Session) sendPing() {
 	s.trim()
 }
 
+// Trim frees what an idle session keeps for traffic: the receive
+// structures of the channels that hold nothing (as each ping does, see
+// trim) and the transfer queue's slots when it is empty. They are
+// allocated again when needed.
+func (s *Session) Trim() {
+	s.trim()
+	if s.ring.n == 0 {
+		s.ring.slots, s.ring.head = nil, 0
+	}
+}
+
 // trim frees the receive structures of the channels that hold nothing, at
 // each ping: a page table (8 KiB) and a spare page stay allocated while a
 // channel receives, and cost an idle session most of its memory
