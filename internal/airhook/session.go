@@ -155,8 +155,9 @@ func (s *Session) resizeLog(n int) {
 }
 
 // Trim frees what an idle session keeps for traffic: a log grown by many
-// packets unconfirmed, the table of messages in flight when none is, and
-// the recycled message buffers. They are allocated again when needed.
+// packets unconfirmed, the table of messages in flight when none is, the
+// empty queues and the recycled message buffers. They are allocated again
+// when needed.
 func (s *Session) Trim() {
 	if span := int(uint8(s.lastSent)-s.confirmed) + 1; len(s.log) > minLog && span < minLog {
 		s.resizeLog(minLog)
@@ -164,6 +165,10 @@ func (s *Session) Trim() {
 	if s.pending == s.queue.len() {
 		s.waiting = nil // nothing in flight
 	}
+	if s.queue.len() == 0 {
+		s.queue = outQueue{}
+	}
+	s.recv.Trim()
 	s.free = nil
 }
 

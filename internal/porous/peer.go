@@ -269,13 +269,19 @@ func (s *Session) sendPing() {
 
 // Trim frees what an idle session keeps for traffic: the receive
 // structures of the channels that hold nothing (as each ping does, see
-// trim) and the transfer queue's slots when it is empty. They are
+// trim), the transfer queue's slots and the session's queues when they
+// are empty. They are
 // allocated again when needed.
 func (s *Session) Trim() {
 	s.trim()
 	if s.ring.n == 0 {
 		s.ring.slots, s.ring.head = nil, 0
 	}
+	s.ctl.Trim()
+	s.timeq.Trim()
+	s.resendq.Trim()
+	s.recv.Trim()
+	s.recvCost.Trim()
 }
 
 // trim frees the receive structures of the channels that hold nothing, at
