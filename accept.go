@@ -176,24 +176,35 @@ func (c *Config) isOpening(p []byte) bool {
 // whose parameters it cannot accept, holding no state for the peer, so
 // that the peer learns at once why (see porous.Refusal); nil where the
 // protocol's opening carries no parameters.
-func (c *Config) refusal() [][]byte {
-	if c.Protocol == POROUS {
-		return porous.Refusal(c.Channels)
+func (c *Config) refusal(stream bool) [][]byte {
+	if c.Protocol != POROUS {
+		return nil
 	}
-	return nil
+	bufs := porous.Refusal(c.Channels)
+	if stream {
+		for i, b := range bufs {
+			bufs[i] = seal(b)
+		}
+	}
+	return bufs
 }
 
 // newPeerFunc builds the endpoint callback that admits a datagram from an
-// unknown address as a new peer: it checks that the datagram is an
-// opening, takes a backlog slot (evicting the oldest half-open peer if
-// need be), builds an engine and hands it the datagram; start registers
+// unknown address as a new peer: it checks the seal of a stream's datagram
+// and that the datagram is an opening, takes a backlog slot (evicting the
+// oldest half-open peer if need be), builds an engine and hands it the datagram; start registers
 // the new conn.
 func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 	mk func(from net.Addr, eng engine.Engine, in int) T) func([]byte, net.Addr, time.Time) {
 	return func(p []byte, from net.Addr, now time.Time) {
-		if !cfg.isOpening(p) {
+		n := len(p)
+		ok := true
+		if stream {
+			p, ok = unseal(p)
+		}
+		if !ok || !cfg.isOpening(p) {
 			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
-				"peer", from, "protocol", cfg.Protocol, "size", len(p))
+				"peer", from, "protocol", cfg.Protocol, "size", n)
 			q.ep.unknownDrops.Add(1)
 			return
 		}
@@ -215,11 +226,11 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			q.release()
 			q.ep.unknownDrops.Add(1)
 			if errors.Is(err, engine.ErrIncompatible) {
-				q.ep.sendUnsolicited(cfg.refusal(), len(p), from)
+				q.ep.sendUnsolicited(cfg.refusal(stream), n, from)
 			}
 			return
 		}
-		c := mk(from, eng, len(p))
+		c := mk(from, eng, n)
 		q.track(c) // before begin: a peer may be ready at once
 		if !c.base().begin(now) {
 			q.forget(c)

@@ -122,7 +122,7 @@ func TestHalfOpenEvicted(t *testing.T) {
 			time.Sleep(DefaultHandshakeTimeout) // half-open peers end
 		})
 		silent := vp.socket(t, 4001)
-		connect := []byte{0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03, 0x04} // POROUS Connect, version 0, 1 channel
+		connect := seal([]byte{0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03, 0x04}) // POROUS Connect, version 0, 1 channel, sealed as streams' datagrams are
 		_, err := silent.WriteTo(connect, ln.Addr())
 		require.NoError(t, err)
 		got := 0

@@ -55,6 +55,9 @@ type assoc struct {
 	unread      uint64
 	refusedBase uint64
 
+	sealed   bool   // datagrams carry a seal (streams; see seal)
+	badSeals uint64 // datagrams dropped because their seal did not match
+
 	// Until the peer of a listener's association is validated (it showed
 	// it receives what this end sends), at most amplification times the
 	// bytes received from it are sent to it (RFC 9000 §8.1), so that a
@@ -87,8 +90,9 @@ type sendBufs struct {
 	scratch sendScratch
 }
 
-// maxSend is the largest datagram an engine writes: Config.MTU is at most
-// 1500, POROUS's frames 1472.
+// maxSend is the largest datagram sent: Config.MTU is at most 1500 (a
+// stream's engine writes up to MTU minus the seal), POROUS's frames 1472
+// (plus the seal on streams).
 const maxSend = 1500
 
 var sendPool = sync.Pool{New: func() any {
@@ -128,9 +132,17 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 		a.recvShut = !open
 		a.eng.SetRecvOpen(open)
 	}
+	n := len(p)
+	if a.sealed {
+		var ok bool
+		if p, ok = unseal(p); !ok {
+			a.badSeals++
+			return false, false
+		}
+	}
 	err := a.eng.HandleDatagram(now, p)
 	if a.limited && err == nil {
-		a.received += uint64(len(p))
+		a.received += uint64(n)
 	}
 	if errors.Is(err, engine.ErrPeerRestarted) {
 		a.endLocked(ErrReset)
@@ -197,9 +209,15 @@ func (a *assoc) settleLocked(now time.Time) {
 			n = 0
 		}
 		buf := b.out[n][:cap(b.out[n])]
+		if a.sealed {
+			buf = buf[:len(buf)-sealLen]
+		}
 		k := a.eng.Poll(now, buf)
 		if k == 0 {
 			break
+		}
+		if a.sealed {
+			k = len(seal(buf[:k]))
 		}
 		if a.limited {
 			if a.sent+uint64(k) > amplification*a.received {

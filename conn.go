@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +45,8 @@ type Conn struct {
 
 	// guarded by a.mu
 	st        *stream.Stream
-	frame     []byte
+	frame     []byte    // the next frame, borrowed from framePool while held
+	maxFrame  int       // the engine's largest message
 	held      int       // bytes of a frame in frame that the engine refused, to hand it again
 	active    time.Time // when bytes were last written or received
 	maxQueued int
@@ -57,6 +59,11 @@ type Conn struct {
 
 var _ net.Conn = (*Conn)(nil)
 
+// framePool holds frame buffers: a conn borrows one while it has a frame
+// to hand to its engine, so that an idle conn holds none. Frames are at
+// most an engine's largest message, below maxSend.
+var framePool = sync.Pool{New: func() any { return new([maxSend]byte) }}
+
 // newConn returns a conn shell; attach gives it its engine.
 func newConn(cfg *Config, raddr net.Addr, q *acceptQueue[*Conn]) *Conn {
 	c := &Conn{accepted: q}
@@ -67,7 +74,7 @@ func newConn(cfg *Config, raddr net.Addr, q *acceptQueue[*Conn]) *Conn {
 // attach binds the conn to eng on ep. The caller then calls begin.
 func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	caps := eng.Capabilities()
-	c.frame = make([]byte, caps.MaxMessage)
+	c.maxFrame = caps.MaxMessage
 	c.maxQueued = caps.MaxQueued
 	var token uint64 // an accepted conn waits for the dialer to echo it
 	for c.accepted != nil && token == 0 {
@@ -84,6 +91,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	})
 	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
+	c.a.sealed = true
 	c.recycle, _ = eng.(engine.Recycler)
 }
 
@@ -237,14 +245,22 @@ func (c *Conn) pump(now time.Time) {
 	c.st.Tune(now, c.a.eng.Stats().SRTT)
 	if now.Sub(c.active) > trimAfter {
 		c.st.Trim() // idle: keep no buffers (settled at least by keepalives)
+		if t, ok := c.a.eng.(engine.Trimmer); ok {
+			t.Trim()
+		}
 	}
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {
 			if c.held == 0 {
+				if c.frame == nil {
+					c.frame = framePool.Get().(*[maxSend]byte)[:c.maxFrame]
+				}
 				c.held = c.st.NextFrame(c.frame)
 			}
 			if c.held == 0 {
+				framePool.Put((*[maxSend]byte)(c.frame[:maxSend]))
+				c.frame = nil
 				drained = true
 				break
 			}

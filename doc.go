@@ -41,8 +41,11 @@
 // StreamMessageNumber): a HELLO with the stream parameters, DATA segments tagged with
 // their byte offset (so ordering does not depend on the engine), WINDOW
 // updates (flow control: the receiver advertises how far the sender may
-// go; Config.RecvWindow), FIN (end of the stream) and RST (abort). Only
-// rudp speaks it; use a MessageConn to talk to other implementations.
+// go; Config.RecvWindow), FIN (end of the stream) and RST (abort). Each
+// of a stream's datagrams ends with a CRC-32C of the rest, so that one
+// corrupted past the UDP checksum is dropped rather than taken by an
+// engine (none of the protocols has a checksum of its own). Only rudp
+// speaks it; use a MessageConn to talk to other implementations.
 //
 // # Resources and limits
 //

@@ -219,13 +219,18 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			// a blind attacker cannot guess which numbers are in use.
 			seq = uint32(c.random64()%(lludp.SeqWrap-1)) + 1
 		}
+		maxDatagram := min(c.MTU, lludp.DefaultMaxDatagram)
+		if stream {
+			maxDatagram -= sealLen
+		}
 		return lludp.New(now, lludp.Config{
 			AckRTT:               stream,
+			DeliverDuplicates:    stream,
 			RTOMin:               rtoMin,
 			Client:               !accept,
 			Circuit:              circuit,
 			Accept:               accept,
-			MaxDatagram:          min(c.MTU, lludp.DefaultMaxDatagram),
+			MaxDatagram:          maxDatagram,
 			AckDelay:             lludpAckDelay,
 			ResendLimit:          limit,
 			MaxQueued:            maxQueued,
@@ -239,11 +244,15 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			RejectNewPeerSession: stream,
 		})
 	}
+	maxDatagram := c.MTU
+	if stream {
+		maxDatagram -= sealLen // see seal
+	}
 	return airhook.New(now, airhook.Config{
 		Rand:                 c.Rand,
 		Congestion:           congestion.Algorithm(c.Congestion),
 		Logger:               log,
-		MaxDatagram:          c.MTU,
+		MaxDatagram:          maxDatagram,
 		KeepAlive:            c.KeepAlive,
 		IdleTimeout:          c.IdleTimeout,
 		HandshakeTimeout:     c.HandshakeTimeout,

@@ -8,7 +8,7 @@ type Stats struct {
 	PacketsReceived    uint64        // datagrams accepted from the peer
 	BytesSent          uint64        // bytes of the datagrams sent (UDP payload)
 	BytesReceived      uint64        // bytes of the datagrams accepted
-	PacketsRejected    uint64        // datagrams from the peer refused as malformed or out of range
+	PacketsRejected    uint64        // datagrams from the peer refused as malformed, out of range, or (streams) corrupted
 	AmplificationDrops uint64        // datagrams not sent to a peer not yet validated, beyond 3 × what it sent
 	SendErrors         uint64        // datagrams the socket refused to send (counted as lost)
 	MessagesSent       uint64        // protocol messages sent for the first time
@@ -56,7 +56,7 @@ func statsOf(a *assoc) Stats {
 		PacketsReceived:    s.PacketsReceived,
 		BytesSent:          s.BytesSent,
 		BytesReceived:      s.BytesReceived,
-		PacketsRejected:    s.PacketsRejected,
+		PacketsRejected:    s.PacketsRejected + a.badSeals,
 		Refused:            s.Refused,
 		AmplificationDrops: a.ampDrops,
 		SendErrors:         a.sendErrors,

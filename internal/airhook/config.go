@@ -85,6 +85,11 @@ type Config struct {
 	// false the new session is adopted as the reference does (notes §3.9)
 	// and counted in Stats.PeerRestarts.
 	RejectNewPeerSession bool
+	// NoChallenge takes a packet with a new peer session ID at once, as
+	// the reference does, instead of first checking that the live session
+	// is gone (see Session.challenged). One spoofed packet from the peer's
+	// address then replaces the peer.
+	NoChallenge bool
 	// Congestion selects the sender's congestion controller: congestion.BBR
 	// (the default) or congestion.AIMD. It paces the packets carrying
 	// messages and bounds those unconfirmed; a packet whose messages the

@@ -78,7 +78,12 @@
 //   - Restarted peer: adopted as in the reference (Stats.PeerRestarts),
 //     or, with Config.RejectNewPeerSession, refused with
 //     engine.ErrPeerRestarted so that the caller can start a new
-//     association.
+//     association. Once established, though, a new session ID is first
+//     challenged, where the reference takes it at once: the session sends
+//     the live peer a packet and ignores the new session if that packet
+//     is confirmed within two RTOs (Stats.SpoofsRefused), so that a
+//     blind attacker sending from the peer's address cannot replace it
+//     (see Session.challenged; Config.NoChallenge turns this off).
 //   - Close: the protocol has no close message (notes §3.10). Close
 //     stops Send; the session keeps sending what is queued and answering
 //     the peer, and reaches StateClosed once nothing is pending, every

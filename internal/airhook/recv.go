@@ -65,6 +65,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	if err := s.check(p, newPeer); err != nil {
 		return err
 	}
+	if newPeer && s.peer != 0 && !s.challenged(now) {
+		return nil // the live session is asked first: see challenged
+	}
 	if newPeer && s.peer != 0 && s.cfg.RejectNewPeerSession {
 		return engine.ErrPeerRestarted
 	}
@@ -143,8 +146,11 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 		}
 		s.confirmed = o
 	}
-	old, conf := &s.log[oldConfirmed], &s.log[s.confirmed]
+	old, conf := s.rec(oldConfirmed), s.rec(s.confirmed)
 	s.lastAccepted = p.Seq
+	if !newPeer {
+		s.answered()
+	}
 
 	s.cullMissed(old.nextIn, conf.nextIn)
 	s.detectGap(next)
@@ -199,7 +205,7 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 		missed[list[i]/64] |= 1 << (list[i] % 64)
 	}
 	for seq := from + 1; seq != s.confirmed+1; seq++ {
-		r := &s.log[seq]
+		r := s.rec(seq)
 		if !r.pkt.InFlight() {
 			continue
 		}
@@ -215,18 +221,62 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 	}
 }
 
+// Challenges (RFC 5961's reason): Airhook packets carry no secret, and
+// the reference adopts any packet with a new session ID as a restarted
+// peer (notes §3.9), so a blind attacker sending from the peer's address
+// could end the session with one packet. Here a new session ID arriving
+// once established is first challenged: the session sends the live peer
+// a new packet at once (as a keepalive probe, it confirms nothing new). A
+// live peer confirms it (this engine at once, the reference with its next
+// transmission), and the announcement is ignored (Stats.SpoofsRefused);
+// a restarted peer knows nothing of our session and cannot. Only when no
+// confirmation comes within two RTOs (at least engine.ChallengeMin) is
+// the next packet of the new session taken: adopted, or refused with
+// engine.ErrPeerRestarted. Until then such packets are ignored; the
+// restarted peer repeats its session push every RTO.
+
+// challenged reports whether a packet announcing a new peer session may
+// be acted on: the session is still in its handshake, challenges are off,
+// or a challenge ran out unanswered. Otherwise it starts one, if none is
+// running.
+func (s *Session) challenged(now time.Time) bool {
+	switch {
+	case s.cfg.NoChallenge || s.state == engine.StateHandshake || s.chalPassed:
+		return true
+	case !s.chalOn:
+		s.chalOn, s.chalSend = true, true
+		s.kick, s.kickAt = true, now
+		s.stats.Challenges++
+	}
+	return false
+}
+
+// answered ends a challenge, running or run out, once the peer has
+// confirmed the challenge packet: the live session is there, so the new
+// session ID was spoofed.
+func (s *Session) answered() {
+	if !(s.chalOn && !s.chalSend || s.chalPassed) || !s.peerKnowsUs ||
+		!engine.Within8(s.confirmed, uint8(s.chalSeq), uint8(s.lastSent)) {
+		return
+	}
+	if s.chalOn {
+		s.stats.SpoofsRefused++
+	}
+	s.chalOn, s.chalPassed = false, false
+}
+
 // adoptPeer resynchronises with a new peer session (notes §3.9).
 func (s *Session) adoptPeer(p *Packet) {
 	if s.peer != 0 {
 		s.stats.PeerRestarts++
 	}
 	for seq := s.confirmed + 1; seq != uint8(s.lastSent)+1; seq++ {
-		s.cc.Forget(&s.log[seq].pkt) // the new peer will confirm none of them
+		s.cc.Forget(&s.rec(seq).pkt) // the new peer will confirm none of them
 	}
 	s.nMissed = 0
 	s.nextIn = 0
 	if s.peerKnowsUs {
-		for n := s.log[s.confirmed].nextOut; n != s.nextOut; n++ {
+		for n := s.rec(s.confirmed).nextOut; n != s.nextOut; n++ {
 			s.requeue(n)
 		}
 		s.nextOut = 0
@@ -236,6 +286,7 @@ func (s *Session) adoptPeer(p *Packet) {
 	s.peerKnowsUs = false
 	s.push = pushPending
 	s.peer = p.Session
+	s.chalOn, s.chalPassed = false, false
 }
 
 // cullMissed drops the missed entries the peer has seen reported: those
@@ -272,7 +323,7 @@ func (s *Session) actOnMissed(list []uint8, from, to uint8) {
 // confirmMessages releases the messages numbered in [from, to) that are
 // still waiting.
 func (s *Session) confirmMessages(from, to uint8) {
-	for n := from; n != to; n++ {
+	for n := from; n != to && s.waiting != nil; n++ {
 		if m := s.waiting[n]; m != nil {
 			s.waiting[n] = nil
 			s.pending--
@@ -285,6 +336,9 @@ func (s *Session) confirmMessages(from, to uint8) {
 // requeue moves message number n, if still waiting, back to the queue; it
 // will be sent again under a new number.
 func (s *Session) requeue(n uint8) {
+	if s.waiting == nil {
+		return
+	}
 	if m := s.waiting[n]; m != nil {
 		s.waiting[n] = nil
 		s.queue.insert(m)

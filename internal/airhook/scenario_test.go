@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// referenceConfig mirrors the reference's fixed 1 s retransmit interval.
+// referenceConfig mirrors the reference: a fixed 1 s retransmit interval, and
+// a new peer session ID taken at once.
 func referenceConfig(session uint32) Config {
-	return Config{Session: session, RTOInitial: time.Second, RTOMin: time.Second, RTOMax: time.Second}
+	return Config{Session: session, RTOInitial: time.Second, RTOMin: time.Second, RTOMax: time.Second, NoChallenge: true}
 }
 
 func newRefSession(t testing.TB, now time.Time, session uint32) *Session {

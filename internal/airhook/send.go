@@ -32,14 +32,18 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	at, why := s.transmitDue()
-	probe := false
-	if why == dueNever || now.Before(at) {
+	probe := s.chalSend // a challenge goes as a probe: see challenged
+	if !probe && (why == dueNever || now.Before(at)) {
 		if !s.probeDue(now) {
 			return 0
 		}
 		probe = true
 	}
 	n, repeat := s.transmit(now, buf, probe)
+	if s.chalSend {
+		s.chalSend, s.chalSeq = false, s.lastSent
+		s.chalUntil = now.Add(max(2*s.rtt.RTO(), engine.ChallengeMin))
+	}
 	switch {
 	case probe:
 		s.lastProbe = now
@@ -62,12 +66,12 @@ func (s *Session) newPeerPacket() bool { return uint8(s.lastAccepted) != s.lastO
 
 // newIncoming reports whether the peer's message numbering moved (messages
 // delivered or detected missed) since our newest packet was sent.
-func (s *Session) newIncoming() bool { return s.log[uint8(s.lastSent)].nextIn != s.nextIn }
+func (s *Session) newIncoming() bool { return s.rec(uint8(s.lastSent)).nextIn != s.nextIn }
 
 // canSend reports whether a queued message may take a number: at most 255
 // numbers are outstanding past the newest confirmed packet.
 func (s *Session) canSend() bool {
-	return s.queue.len() > 0 && s.nextOut+1 != s.log[s.confirmed].nextOut
+	return s.queue.len() > 0 && s.nextOut+1 != s.rec(s.confirmed).nextOut
 }
 
 // novel reports whether a new packet (rather than a header repeat) goes
@@ -96,7 +100,7 @@ func (s *Session) transmitDue() (time.Time, dueReason) {
 	case s.kick:
 		return s.kickAt, dueNow
 	case s.retryArmed || !s.peerKnowsUs || s.push == pushSent ||
-		s.nextOut != s.log[s.confirmed].nextOut || s.nMissed > 0:
+		s.nextOut != s.rec(s.confirmed).nextOut || s.nMissed > 0:
 		// push == pushSent is a choice: the reference does not repeat a
 		// session push that the peer has not confirmed yet.
 		return s.lastTransmit.Add(s.rtt.RTO()), dueTimer
@@ -137,7 +141,7 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 	s.kick, s.retryArmed = false, false
 
 	if !s.novel() && !(probe && s.free1() && s.free2()) {
-		last := &s.log[uint8(s.lastSent)]
+		last := s.rec(uint8(s.lastSent))
 		p.Seq, p.ObservedSeq, p.Next = s.lastSent, s.lastObservedSent, last.nextOut
 		// Leave out entries detected after the original was sent.
 		k := s.nMissed
@@ -169,7 +173,8 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 	if s.push == pushPending && p.Session != 0 && p.ObservedSession != 0 {
 		s.push, s.pushSeq = pushSent, p.Seq
 	}
-	r := &s.log[uint8(p.Seq)]
+	s.reserve(uint8(p.Seq))
+	r := s.rec(uint8(p.Seq))
 	*r = record{
 		at:       now,
 		nextOut:  s.nextOut,
@@ -187,6 +192,9 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 // and Config.MaxDatagram allow.
 func (s *Session) fill(p *Packet) {
 	size := p.Len()
+	if s.waiting == nil && s.canSend() {
+		s.waiting = make([]*outMsg, 256)
+	}
 	for s.canSend() {
 		m := s.queue.front()
 		if size+1+len(m.data) > s.cfg.MaxDatagram {

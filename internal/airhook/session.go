@@ -47,17 +47,21 @@ type Session struct {
 	lastObservedSent uint8  // observed octet in our newest packet
 	confirmed        uint8  // newest octet of ours the peer confirmed
 	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
-	log              [256]record
+	// log holds the records of our packets from confirmed to lastSent, by
+	// the low octets of their sequence numbers modulo its length, a power
+	// of two from minLog to 256 that grows with the packets unconfirmed
+	// (see rec, reserve).
+	log []record
 
 	missed  [maxMissed]uint8 // peer message numbers detected lost, oldest first
 	nMissed int
 
-	waiting   [256]*outMsg // sent and unconfirmed, by message number
-	queue     outQueue     // waiting for a message number
-	free      []*outMsg    // recycled messages
-	pending   int          // accepted by Send, not confirmed
-	pendBytes int          // their bytes
-	order     uint64       // Send counter
+	waiting   []*outMsg // sent and unconfirmed, by message number (256 entries; nil once trimmed)
+	queue     outQueue  // waiting for a message number
+	free      []*outMsg // recycled messages
+	pending   int       // accepted by Send, not confirmed
+	pendBytes int       // their bytes
+	order     uint64    // Send counter
 
 	recv     engine.FIFO[engine.Message]
 	recvShut bool // SetRecvOpen(false): new messages are refused
@@ -73,6 +77,14 @@ type Session struct {
 	kick         bool // a packet is due at kickAt
 	kickAt       time.Time
 	retryArmed   bool // a packet is due one RTO after the last transmit
+
+	// Challenge of a new peer session announced once established (see
+	// challenged).
+	chalOn     bool      // running
+	chalSend   bool      // its packet is due
+	chalPassed bool      // ran out unanswered: the next new session is taken
+	chalSeq    uint16    // the sequence number of its packet
+	chalUntil  time.Time // when it runs out
 
 	state engine.State
 	err   error
@@ -97,6 +109,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		cfg:      cfg,
 		own:      cfg.Session,
 		lastSent: 1,
+		log:      make([]record, minLog),
+		waiting:  make([]*outMsg, 256),
 		rtt:      *engine.NewRTT(cfg.RTOInitial, cfg.RTOMin, cfg.RTOMax),
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
@@ -111,6 +125,52 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		kick:         true,
 		kickAt:       now,
 	}, nil
+}
+
+// minLog is the shortest log.
+const minLog = 8
+
+// rec returns the log's record of our packet whose sequence number has the
+// low octet seq, from confirmed to lastSent (or the next one, once
+// reserved).
+func (s *Session) rec(seq uint8) *record { return &s.log[int(seq)&(len(s.log)-1)] }
+
+// reserve makes room in the log for the record of our next packet, seq.
+func (s *Session) reserve(seq uint8) {
+	if span := int(seq-s.confirmed) + 1; span > len(s.log) {
+		s.resizeLog(min(2*len(s.log), 256))
+	}
+}
+
+// resizeLog moves the records from confirmed to lastSent to a log of n
+// records.
+func (s *Session) resizeLog(n int) {
+	log := make([]record, n)
+	for q := s.confirmed; ; q++ {
+		log[int(q)&(n-1)] = *s.rec(q)
+		if q == uint8(s.lastSent) {
+			break
+		}
+	}
+	s.log = log
+}
+
+// Trim frees what an idle session keeps for traffic: a log grown by many
+// packets unconfirmed, the table of messages in flight when none is, the
+// empty queues and the recycled message buffers. They are allocated again
+// when needed.
+func (s *Session) Trim() {
+	if span := int(uint8(s.lastSent)-s.confirmed) + 1; len(s.log) > minLog && span < minLog {
+		s.resizeLog(minLog)
+	}
+	if s.pending == s.queue.len() {
+		s.waiting = nil // nothing in flight
+	}
+	if s.queue.len() == 0 {
+		s.queue = outQueue{}
+	}
+	s.recv.Trim()
+	s.free = nil
 }
 
 // ID returns this endpoint's own session ID (never 0).

@@ -337,9 +337,32 @@ func restartPair(t *testing.T, cfgA Config) (*pair, *Session, []byte) {
 	return p, b2, slices.Clone(p.Buf[:n])
 }
 
+// restartUnanswered hands A the restarted peer's first packet, checks
+// that A challenges it with a probe instead of taking it, and lets the
+// challenge run out unanswered, as it does when B is gone.
+func restartUnanswered(t *testing.T, p *pair, first []byte) {
+	t.Helper()
+	a := p.A
+	require.NoError(t, a.HandleDatagram(p.Now, first))
+	require.Equal(t, uint32(idB), a.PeerSession(), "not taken before the challenge")
+	require.Equal(t, uint64(1), a.Stats().Challenges)
+	n := a.Poll(p.Now, p.Buf)
+	var pk Packet
+	require.NoError(t, Decode(p.Buf[:n], &pk))
+	require.Empty(t, pk.Messages, "the challenge is a probe")
+	until := p.Now.Add(max(2*a.rtt.RTO(), engine.ChallengeMin))
+	require.Equal(t, until, a.chalUntil)
+	require.False(t, a.Deadline().After(until))
+	p.Now = until
+	for a.Poll(p.Now, p.Buf) > 0 {
+	}
+	require.True(t, a.chalPassed)
+}
+
 func TestPeerRestartAdopted(t *testing.T) {
 	p, b2, first := restartPair(t, Config{Session: idA})
 	a := p.A
+	restartUnanswered(t, p, first)
 	require.NoError(t, a.HandleDatagram(p.Now, first))
 	require.Equal(t, uint32(idB+1), a.PeerSession())
 	require.Equal(t, uint64(1), a.Stats().PeerRestarts)
@@ -364,6 +387,7 @@ func TestPeerRestartAdopted(t *testing.T) {
 
 func TestPeerRestartRejectedWhenConfigured(t *testing.T) {
 	p, _, first := restartPair(t, Config{Session: idA, RejectNewPeerSession: true})
+	restartUnanswered(t, p, first)
 	before, stats := snapshot(p.A), p.A.stats
 	require.ErrorIs(t, p.A.HandleDatagram(p.Now, first), engine.ErrPeerRestarted)
 	requireUnchanged(t, before, p.A, stats)
@@ -394,6 +418,27 @@ func fullWindow(t *testing.T, now time.Time, skip uint8) (*Session, []byte) {
 		require.Equal(t, encode(want), buf[:n], "seq %d", seq)
 	}
 	return c, buf
+}
+
+// TestSpoofedRestart: a packet with a new session ID from the peer's
+// address, whose challenge the live peer answers, changes nothing: the
+// session keeps its peer and its numbering, and messages still flow.
+// Without the challenge, one such packet replaced the peer.
+func TestSpoofedRestart(t *testing.T) {
+	p := idlePair(t, Config{Session: idA, RejectNewPeerSession: true}, Config{Session: idB})
+	spoof := encode(Packet{Session: 0xdeadbeef, Seq: 1})
+	for i := range 2 {
+		require.NoError(t, p.A.HandleDatagram(p.Now, spoof), "challenged, not refused")
+		p.RunUntil(100, func() bool { return p.A.Stats().SpoofsRefused == uint64(i+1) })
+	}
+	require.Equal(t, uint32(idB), p.A.PeerSession())
+	require.Zero(t, p.A.Stats().PeerRestarts)
+	require.Equal(t, uint64(2), p.A.Stats().Challenges)
+	require.NoError(t, p.B.Send([]byte("still"), engine.SendOptions{}))
+	var got []string
+	p.RunUntil(100, func() bool { got = append(got, drain(p.A)...); return len(got) > 0 })
+	require.Equal(t, []string{"still"}, got)
+	require.Empty(t, p.Errs)
 }
 
 func TestWindowFullHeaderRepeat(t *testing.T) {

@@ -29,6 +29,9 @@ func (s *Session) Deadline() time.Time {
 	if at, ok, _ := s.endAt(); ok {
 		earliest(at)
 	}
+	if s.chalOn && !s.chalSend {
+		earliest(s.chalUntil)
+	}
 	return d
 }
 
@@ -40,6 +43,9 @@ func (s *Session) applyTimers(now time.Time) {
 			cause = s.lingerError() // nil when nothing is left
 		}
 		s.fail(cause)
+	}
+	if s.chalOn && !s.chalSend && !now.Before(s.chalUntil) {
+		s.chalOn, s.chalPassed = false, true // no answer: the peer restarted
 	}
 }
 

@@ -144,6 +144,13 @@ type Stats struct {
 	Congestion congestion.Stats
 }
 
+// ChallengeMin is the shortest time an engine waits for the live peer's
+// answer when it challenges a restart or close announced from the peer's
+// address, whatever the round trip: a fast path's round trip is well below
+// the time a loaded host may take to run the peer's answer, and waiting
+// longer only delays a genuine restart or close.
+const ChallengeMin = 50 * time.Millisecond
+
 // Engine is one end of one association, as a pure state machine.
 //
 // Byte ownership: HandleDatagram and Send copy what they keep, so the caller
@@ -229,6 +236,14 @@ type Recycler interface {
 // such messages there are now.
 type Holder interface {
 	Held() int
+}
+
+// Trimmer is implemented by engines that can free memory they keep for
+// traffic (rings grown by a transfer, recycled buffers) when the
+// association is idle; they allocate it again when traffic resumes. Call
+// Trim after a while without traffic, not after every datagram.
+type Trimmer interface {
+	Trim()
 }
 
 // Errors shared by all engines. The root package re-exports the ones users

@@ -53,6 +53,14 @@ func (q *FIFO[T]) Reset() {
 	q.buf, q.head = q.buf[:0], 0
 }
 
+// Trim frees the storage of an empty queue; the next Push allocates
+// anew.
+func (q *FIFO[T]) Trim() {
+	if q.Len() == 0 {
+		q.buf, q.head = nil, 0
+	}
+}
+
 // Clone returns a copy of q with its own storage, holding the same
 // elements (copied shallowly).
 func (q *FIFO[T]) Clone() FIFO[T] {

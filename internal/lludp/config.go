@@ -158,10 +158,19 @@ type Config struct {
 	// as the viewer. It must be below SeqWrap (2^24). Other values exist
 	// to exercise the wrap to 0 after 0xFFFFFF; peers accept any number.
 	InitialSeq uint32
-	// NoChallenge takes a CloseCircuit received while the circuit is open
-	// at once, as the viewer does, instead of first checking with a ping
-	// that the circuit is really gone (see Session.challengeClose). One
-	// spoofed CloseCircuit from the peer's address then ends the session.
+	// DeliverDuplicates delivers an application message whose sequence
+	// number arrived before, instead of dropping it (Stats.Duplicates
+	// still counts it), for a layer above that drops duplicates itself,
+	// as rudp streams do by byte offset. Then a datagram forged by a
+	// blind attacker with a sequence number the peer has yet to use
+	// cannot get the genuine datagram dropped as its duplicate.
+	DeliverDuplicates bool
+	// NoChallenge takes a CloseCircuit, or a server's reliable
+	// UseCircuitCode with another Circuit, received while the circuit is
+	// open at once, as the viewer does, instead of first checking with a
+	// ping that the circuit is really gone (see Session.challenged). One
+	// spoofed datagram from the peer's address then ends or replaces the
+	// circuit.
 	NoChallenge bool
 	// Congestion selects the sender's congestion controller: congestion.BBR
 	// (the default) or congestion.AIMD. It bounds the reliable datagrams in

@@ -62,7 +62,9 @@
 //     behind the newest sequence number received decides; older numbers
 //     are duplicates when before the peer's latest OldestUnacked, and new
 //     otherwise (see the bound below). Unreliable application messages
-//     are checked too, so that none is delivered twice; unreliable
+//     are checked too, so that none is delivered twice (a layer that
+//     drops duplicates itself may have them all the same:
+//     Config.DeliverDuplicates); unreliable
 //     transport messages are not, since they are harmless to process twice
 //     and some peers send them all with sequence number 0.
 //   - Circuits: a client sends UseCircuitCode (Config.Circuit) first and
@@ -71,7 +73,8 @@
 //     nothing else off-circuit) and does not check its contents
 //     (Session.Circuit reports them). A later reliable UseCircuitCode with
 //     another circuit is a restarted peer: adopted, or refused with
-//     engine.ErrPeerRestarted (Config.RejectNewPeerSession). A restarted
+//     engine.ErrPeerRestarted (Config.RejectNewPeerSession), once the
+//     challenge below found the old circuit gone. A restarted
 //     client presenting the same circuit cannot be told from a duplicate;
 //     its first messages are acknowledged and dropped as duplicates until
 //     its numbers pass those of the old client.
@@ -86,8 +89,17 @@
 //     CloseCircuit twice, one round trip apart (the averaged ping, or the
 //     SRTT with Config.AckRTT; it is unreliable), and
 //     ends; Config.Linger bounds the wait. A received CloseCircuit ends the
-//     session at once, with engine.ErrPeerClosed if messages of ours were
+//     session, with engine.ErrPeerClosed if messages of ours were
 //     pending.
+//   - Challenges: the viewer takes a CloseCircuit, or a new circuit's
+//     UseCircuitCode, at once, so anyone able to send from the peer's
+//     address ends the circuit. Here, while the circuit is open, either is
+//     first challenged with a StartPingCheck (RFC 5961's reason): the
+//     live circuit answers and the announcement is ignored
+//     (Stats.SpoofsRefused); without an answer within two round trips (at least
+//     engine.ChallengeMin) it is taken (Config.NoChallenge restores the viewer's way). A client
+//     answers pings only once its circuit is open, and no longer once it
+//     has sent CloseCircuit.
 //   - Idle timeout: Config.IdleTimeout (100 s) without any accepted
 //     datagram, where the viewer counts only CompletePingCheck replies.
 //   - Sizes: messages are built within min(1200, Config.MaxDatagram)

@@ -82,7 +82,7 @@ func (l *msgList) remove(m *outMsg) {
 // ackRing holds the sequence numbers owed an acknowledgement, oldest
 // first.
 type ackRing struct {
-	ids        [maxPendingAcks]uint32
+	ids        []uint32 // power-of-two length, up to maxPendingAcks; grows with use
 	head, size int
 }
 
@@ -91,7 +91,14 @@ func (r *ackRing) len() int { return r.size }
 // push adds id, reporting false when the ring is full.
 func (r *ackRing) push(id uint32) bool {
 	if r.size == len(r.ids) {
-		return false
+		if r.size == maxPendingAcks {
+			return false
+		}
+		ids := make([]uint32, max(64, 2*len(r.ids)))
+		for i := range r.size {
+			ids[i] = r.ids[(r.head+i)%len(r.ids)]
+		}
+		r.ids, r.head = ids, 0
 	}
 	r.ids[(r.head+r.size)%len(r.ids)] = id
 	r.size++
@@ -106,3 +113,10 @@ func (r *ackRing) pop() uint32 {
 }
 
 func (r *ackRing) reset() { r.head, r.size = 0, 0 }
+
+// trim frees the ring when it is empty.
+func (r *ackRing) trim() {
+	if r.size == 0 {
+		r.ids, r.head = nil, 0
+	}
+}

@@ -35,9 +35,10 @@ var (
 // is a transport message (PacketAck, StartPingCheck, CompletePingCheck,
 // UseCircuitCode, CloseCircuit, OpenCircuit, which is ignored) and
 // otherwise delivered through Recv, unless its sequence number had
-// arrived before (counted in Stats.Duplicates, notes §3.5), or it is
-// refused, unacknowledged (see SetRecvOpen). Any 32-bit sequence number
-// is accepted. The body is copied; b may be reused at
+// arrived before (counted in Stats.Duplicates, notes §3.5; delivered all
+// the same with Config.DeliverDuplicates), or it is refused,
+// unacknowledged (see SetRecvOpen). Any 32-bit sequence number is
+// accepted. The body is copied; b may be reused at
 // once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	if s.state == engine.StateClosed {
@@ -77,6 +78,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	case server && hello && reliable && circuit != s.peerCircuit:
 		if s.retired(circuit) {
 			return errRetired // a late copy from before a restart
+		}
+		if !s.challenged(now, challengeRestart) {
+			return nil // the live circuit is asked first: see challenged
 		}
 		if s.cfg.RejectNewPeerSession {
 			return engine.ErrPeerRestarted
@@ -135,24 +139,22 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		// A session that has sent CloseCircuit is gone for the peer: it
 		// no longer answers, so that a ping challenging its close finds
 		// it closed (see challengeClose).
-		if s.nPongs < maxPongs && s.closeSent == 0 {
+		// A client whose circuit is not open yet (a restarted one) does
+		// not answer either, so that it does not pass for the circuit it
+		// replaces.
+		if s.nPongs < maxPongs && s.closeSent == 0 && s.open {
 			s.pongs[s.nPongs] = id
 			s.nPongs++
 		}
 	case CompletePingCheck:
 		if len(p.Body) > 0 {
 			s.pingAnswered(now, p.Body[0])
-			if s.chalOn && p.Body[0] == s.chalPing {
-				s.chalOn = false // the live circuit answered: the close was spoofed
-				s.stats.SpoofsRefused++
-			}
+			s.answered(p.Body[0])
 		}
 	case CloseCircuit:
-		if s.state == engine.StateEstablished && !s.cfg.NoChallenge {
-			s.challengeClose(now)
-			break
+		if s.challenged(now, challengeClose) {
+			s.peerClosed()
 		}
-		s.peerClosed()
 	case UseCircuitCode:
 		if hello && server && !dup && (!s.open || restart) {
 			s.peerCircuit = circuit
@@ -161,7 +163,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	case OpenCircuit:
 		// Blacklisted on UDP by the viewer: ignored (notes §1.6).
 	default:
-		if !dup && !refused {
+		if !refused && (!dup || s.cfg.DeliverDuplicates) {
 			data := make([]byte, len(p.Body))
 			copy(data, p.Body)
 			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
@@ -180,22 +182,60 @@ func (s *Session) peerClosed() {
 	}
 }
 
-// challengeClose answers a CloseCircuit received while the circuit is
-// open with a StartPingCheck at once (RFC 5961's reason): a blind
-// attacker can send CloseCircuit from the peer's address, but a live
-// circuit answers the ping, and a peer that closed its circuit does not.
-// Without an answer within two round trips the close is taken (see
-// Poll); with one it is ignored. A close received while one is being
-// challenged changes nothing.
-func (s *Session) challengeClose(now time.Time) {
-	if s.chalOn {
-		return
+// Challenges (RFC 5961's reason): a CloseCircuit, or a reliable
+// UseCircuitCode with another circuit (a restarted client), received while
+// the circuit is open may come from a blind attacker sending from the
+// peer's address. Before acting on it the session sends a StartPingCheck
+// at once: a live circuit answers it, while a peer that closed its circuit,
+// or a restarted client whose new circuit is not open yet, does not. Only
+// without an answer within two round trips (at least engine.ChallengeMin)
+// is the announcement taken: the close at once (see Poll), the restart
+// with the next copy of its UseCircuitCode (the client resends it until
+// acknowledged). Until then
+// it is ignored, and one received while a challenge runs changes nothing.
+type challengeKind uint8
+
+const (
+	challengeNone challengeKind = iota
+	challengeClose
+	challengeRestart
+)
+
+// challenged reports whether an announcement of kind k may be acted on:
+// the circuit is not open, challenges are off, or a challenge of that kind
+// ran out unanswered. Otherwise it starts one, if none is running.
+func (s *Session) challenged(now time.Time, k challengeKind) bool {
+	switch {
+	case s.cfg.NoChallenge || s.state != engine.StateEstablished || s.chalPassed == k:
+		return true
+	case s.chalKind == challengeNone:
+		s.chalKind = k
+		s.chalPing = s.nextPingID
+		s.chalUntil = now.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin))
+		s.pingAt = now.Add(-s.cfg.KeepAlive) // the next ping goes now
+		s.stats.Challenges++
 	}
-	s.chalOn = true
-	s.chalPing = s.nextPingID
-	s.chalUntil = now.Add(2*s.roundTrip() + challengeSlack)
-	s.pingAt = now.Add(-s.cfg.KeepAlive) // the next ping goes now
-	s.stats.Challenges++
+	return false
+}
+
+// answered ends the challenge that the CompletePingCheck of id answers:
+// the live circuit is there, so what was announced was spoofed.
+func (s *Session) answered(id uint8) {
+	if s.chalKind != challengeNone && id == s.chalPing {
+		s.chalKind, s.chalPassed = challengeNone, challengeNone
+		s.stats.SpoofsRefused++
+	}
+}
+
+// challengeExpired, at the end of a challenge without an answer, takes a
+// close at once and lets the next copy of a restart's UseCircuitCode
+// through.
+func (s *Session) challengeExpired() {
+	k := s.chalKind
+	s.chalKind, s.chalPassed = challengeNone, k
+	if k == challengeClose {
+		s.peerClosed()
+	}
 }
 
 // owe queues an acknowledgement of seq (notes §3.3).
@@ -262,6 +302,7 @@ func (s *Session) adoptPeer() {
 	s.acks.reset()
 	s.nPongs = 0
 	s.pingsOut = 0
+	s.chalPassed = challengeNone
 }
 
 // pingAnswered takes an RTT sample from a CompletePingCheck (notes §3.7):

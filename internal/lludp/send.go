@@ -45,10 +45,11 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		s.fail(s.endError(cause))
 		return 0
 	}
-	if s.chalOn && !now.Before(s.chalUntil) {
-		s.chalOn = false // no answer: the peer closed its circuit
-		s.peerClosed()
-		return 0
+	if s.chalKind != challengeNone && !now.Before(s.chalUntil) {
+		s.challengeExpired() // no answer: the peer closed or restarted
+		if s.state == engine.StateClosed {
+			return 0
+		}
 	}
 	if len(buf) < s.cfg.MaxDatagram {
 		return 0

@@ -82,10 +82,12 @@ type Session struct {
 	scratch  []byte
 	pkt      Packet
 
-	// Challenge of a CloseCircuit received while open (see challengeClose).
-	chalOn    bool
-	chalPing  uint8
-	chalUntil time.Time
+	// Challenge of a close or restart announced while open (see
+	// challenged).
+	chalKind   challengeKind
+	chalPassed challengeKind // ran out unanswered: the next announcement of this kind is taken
+	chalPing   uint8
+	chalUntil  time.Time
 
 	// Closing.
 	closeAt   time.Time
@@ -319,6 +321,22 @@ func (s *Session) rto() time.Duration {
 		return max(s.rtt.RTO(), min(s.rtt.SRTT()*3/2, s.cfg.RTOMax))
 	}
 	return max(s.cfg.RTOMin, min(rtoFactor*s.avgPing, s.cfg.RTOMax))
+}
+
+// Trim frees what an idle session keeps for traffic: the ring of owed
+// acks when none is owed, the empty queues, the zerocoding scratch buffer
+// and the recycled messages; with Config.DeliverDuplicates, which makes it matter only for
+// transport messages, the duplicate window too (it starts again from the
+// next number). They are allocated again when needed.
+func (s *Session) Trim() {
+	s.acks.trim()
+	s.queue.Trim()
+	s.recv.Trim()
+	s.scratch = nil
+	s.free = nil
+	if s.cfg.DeliverDuplicates {
+		s.win = window{}
+	}
 }
 
 // fail ends the session with err.

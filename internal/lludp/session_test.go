@@ -492,7 +492,7 @@ func TestPeerClosesWithPending(t *testing.T) {
 	var pk Packet
 	require.NoError(t, ParsePacket(unhex(t, poll(t, s, t0)), &pk, nil))
 	require.Equal(t, StartPingCheck, pk.Message, "the challenge")
-	until := t0.Add(2*s.roundTrip() + challengeSlack)
+	until := t0.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin))
 	require.Equal(t, until, s.Deadline())
 	require.Empty(t, poll(t, s, until))
 	require.Equal(t, engine.StateClosed, s.State())
@@ -563,14 +563,39 @@ func otherHello(t *testing.T) []byte {
 	return encode(Packet{Flags: FlagReliable, Seq: 1, Message: UseCircuitCode, Body: appendCircuit(nil, c)})
 }
 
+// restartUnanswered hands s otherHello at t0, checks that it is
+// challenged with a StartPingCheck rather than taken, and lets the
+// challenge run out unanswered; it returns when it ran out.
+func restartUnanswered(t *testing.T, s *Session) time.Time {
+	t.Helper()
+	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
+	c, _ := s.Circuit()
+	require.Equal(t, testCircuit, c, "not taken before the challenge")
+	require.Equal(t, uint64(1), s.Stats().Challenges)
+	pinged := false
+	for h := poll(t, s, t0); h != ""; h = poll(t, s, t0) {
+		var pk Packet
+		require.NoError(t, ParsePacket(unhex(t, h), &pk, nil))
+		pinged = pinged || pk.Message == StartPingCheck
+	}
+	require.True(t, pinged, "the challenge")
+	until := s.chalUntil
+	require.Equal(t, t0.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)), until)
+	for poll(t, s, until) != "" {
+	}
+	require.Equal(t, engine.StateEstablished, s.State())
+	return until
+}
+
 func TestPeerRestartRejected(t *testing.T) {
 	s := openServer(t, Config{RejectNewPeerSession: true})
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("old")})))
+	now := restartUnanswered(t, s)
 	before, stats := snapshot(s), s.stats
-	require.ErrorIs(t, s.HandleDatagram(t0, otherHello(t)), engine.ErrPeerRestarted)
+	require.ErrorIs(t, s.HandleDatagram(now, otherHello(t)), engine.ErrPeerRestarted)
 	requireUnchanged(t, before, s, stats)
 	// The same circuit again is a duplicate, acknowledged.
-	require.NoError(t, s.HandleDatagram(t0, unhex(t, helloHex)))
+	require.NoError(t, s.HandleDatagram(now, unhex(t, helloHex)))
 	require.Equal(t, uint64(1), s.Stats().Duplicates)
 	c, _ := s.Circuit()
 	require.Equal(t, testCircuit, c)
@@ -580,17 +605,43 @@ func TestPeerRestartAdopted(t *testing.T) {
 	s := openServer(t)
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("old")})))
 	require.NoError(t, s.Send([]byte("pending"), rel))
-	poll(t, s, t0) // carries acks 1 and 2 for the old peer
-	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
+	now := restartUnanswered(t, s) // acks 1 and 2 went to the old peer
+	require.NoError(t, s.HandleDatagram(now, otherHello(t)))
 	require.Equal(t, uint64(1), s.Stats().PeerRestarts)
 	c, ok := s.Circuit()
 	require.True(t, ok)
 	require.Equal(t, uint32(999), c.Code)
-	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("new")})))
+	require.NoError(t, s.HandleDatagram(now, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("new")})))
 	require.Equal(t, []string{"old", "new"}, drain(s), "the new peer's seq 2 is not a duplicate")
-	require.Equal(t, engine.StateEstablished, s.State())
-	require.Equal(t, "000000000200fffffffb02"+"01000000"+"02000000", poll(t, s, t0.Add(100*ms)), "only the new peer's datagrams acknowledged")
-	require.Equal(t, "600000000100ffff0001"+hex.EncodeToString([]byte("pending")), poll(t, s, t0.Add(5*time.Second)), "pending data resent to the new peer")
+}
+
+// TestSpoofedRestart: a reliable UseCircuitCode with another circuit from
+// the client's address, whose challenge the live client answers, changes
+// nothing: the circuit stays, and so do its sequence numbers.
+func TestSpoofedRestart(t *testing.T) {
+	p := newPair(t, Config{}, Config{RejectNewPeerSession: true}, 10*ms, 0, 1)
+	p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished })
+	require.NoError(t, p.B.HandleDatagram(p.Now, otherHello(t)), "challenged, not refused")
+	p.RunUntil(1000, func() bool { return p.B.Stats().SpoofsRefused == 1 })
+	require.NoError(t, p.B.HandleDatagram(p.Now, otherHello(t)), "challenged again")
+	p.RunUntil(1000, func() bool { return p.B.Stats().SpoofsRefused == 2 })
+	require.Zero(t, p.B.Stats().PeerRestarts)
+	require.NoError(t, p.A.Send([]byte("still"), rel))
+	var got []string
+	p.RunUntil(1000, func() bool { got = append(got, drain(p.B)...); return len(got) > 0 })
+	require.Equal(t, []string{"still"}, got)
+	require.Empty(t, p.Errs)
+}
+
+// TestRestartedClientSilent: a client whose circuit is not open yet does
+// not answer StartPingCheck, so that a restarted client does not pass for
+// the live circuit it replaces when the server challenges its
+// UseCircuitCode.
+func TestRestartedClientSilent(t *testing.T) {
+	c := newSession(t, t0, Config{Client: true, Circuit: testCircuit})
+	require.Equal(t, helloHex, poll(t, c, t0))
+	require.NoError(t, c.HandleDatagram(t0, encode(Packet{Seq: 1, Message: StartPingCheck, Body: []byte{0, 0, 0, 0, 0}})))
+	require.Empty(t, poll(t, c, t0))
 }
 
 func TestAcceptRejectsOtherFirstDatagrams(t *testing.T) {
@@ -783,7 +834,7 @@ func TestAckRTTCloseSpacing(t *testing.T) {
 // copy of the old client's UseCircuitCode is refused instead of switching
 // the session back to the peer that is gone.
 func TestLateHelloOfReplacedCircuit(t *testing.T) {
-	s := openServer(t)
+	s := openServer(t, Config{NoChallenge: true})
 	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
 	require.Equal(t, uint64(1), s.Stats().PeerRestarts)
 	before, stats := snapshot(s), s.stats
@@ -794,4 +845,25 @@ func TestLateHelloOfReplacedCircuit(t *testing.T) {
 	requireUnchanged(t, before, s, stats)
 	c, _ := s.Circuit()
 	require.Equal(t, uint32(999), c.Code)
+}
+
+// TestForgedSeqDoesNotShadow: a datagram forged with the sequence number
+// the client uses next, and taken by the server, makes the client's
+// genuine datagram a duplicate: dropped, after which nothing resends it.
+// With Config.DeliverDuplicates (rudp streams) the genuine one is
+// delivered all the same.
+func TestForgedSeqDoesNotShadow(t *testing.T) {
+	for _, deliver := range []bool{false, true} {
+		p := newPair(t, Config{}, Config{DeliverDuplicates: deliver}, 10*ms, 0, 1)
+		p.RunUntil(100, func() bool { return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished })
+		forged := encode(Packet{Flags: FlagReliable, Seq: p.A.nextSeq, Message: 5, Body: []byte("forged")})
+		require.NoError(t, p.B.HandleDatagram(p.Now, forged))
+		require.NoError(t, p.A.Send([]byte("genuine"), rel))
+		p.RunUntil(1000, func() bool { return p.A.Pending() == 0 })
+		want := []string{"forged"}
+		if deliver {
+			want = append(want, "genuine")
+		}
+		require.Equal(t, want, drain(p.B), "DeliverDuplicates %v", deliver)
+	}
 }

@@ -26,10 +26,10 @@ const (
 // OldestUnacked (the viewer's is not wrap-aware) cannot make this end drop
 // a message it has not seen.
 type window struct {
-	bits     [windowBits / 64]uint64
-	hi       uint32 // newest number seen, 24 bits
-	have     bool   // hi is set
-	floor    uint32 // peer's OldestUnacked, 24 bits
+	bits     *[windowBits / 64]uint64 // allocated by the first number seen
+	hi       uint32                   // newest number seen, 24 bits
+	have     bool                     // hi is set
+	floor    uint32                   // peer's OldestUnacked, 24 bits
 	hasFloor bool
 }
 
@@ -38,6 +38,9 @@ type window struct {
 func (w *window) seen(seq uint32) bool {
 	dup := w.has(seq)
 	s := seq & seqMask
+	if w.bits == nil {
+		w.bits = new([windowBits / 64]uint64)
+	}
 	if !w.have {
 		w.have, w.hi = true, s
 	} else if ahead := (s - w.hi) & seqMask; ahead != 0 && ahead < halfSpace {

@@ -320,7 +320,7 @@ func TestAccept(t *testing.T) {
 }
 
 // TestPeerRestart: a Connect with a new nonce while connected is first
-// challenged with a Ping (RTO 600 ms before any RTT sample); when the live
+// challenged with a Ping (an RTO, at least engine.ChallengeMin); when the live
 // session does not answer, the next Connect of the new peer is adopted as
 // the reference does, or refused with engine.ErrPeerRestarted.
 func TestPeerRestart(t *testing.T) {
@@ -329,7 +329,7 @@ func TestPeerRestart(t *testing.T) {
 	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(10)))
 	feedHex(t, a, at(10), connectHex(0x0b0b0b02))
 	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)), "the live session is asked")
-	rto := a.rto()
+	rto := max(a.rto(), engine.ChallengeMin)
 	require.Equal(t, at(10).Add(rto), a.Deadline(), "an RTO for the answer")
 	require.Empty(t, pollHex(t, a, at(10).Add(rto)))
 	feedHex(t, a, at(700), connectHex(0x0b0b0b02))
@@ -341,7 +341,7 @@ func TestPeerRestart(t *testing.T) {
 	r, _ := connected(t, Config{RejectNewPeerSession: true}, Config{})
 	require.NoError(t, r.HandleDatagram(at(10), unhex(t, connectHex(0x0b0b0b02))))
 	require.Equal(t, []string{pingHex(1)}, pollHex(t, r, at(10)))
-	require.Empty(t, pollHex(t, r, at(10).Add(r.rto())))
+	require.Empty(t, pollHex(t, r, at(10).Add(max(r.rto(), engine.ChallengeMin))))
 	before := r.Stats()
 	require.ErrorIs(t, r.HandleDatagram(at(700), unhex(t, connectHex(0x0b0b0b02))), engine.ErrPeerRestarted)
 	require.Empty(t, pollHex(t, r, at(700)))
@@ -368,13 +368,14 @@ func TestSpoofedRestartAndClose(t *testing.T) {
 }
 
 // TestChallengedDisconnect: a real Disconnect (the peer, disconnecting,
-// ignores Pings) is answered one RTO after it came.
+// ignores Pings) is answered one RTO (at least engine.ChallengeMin)
+// after it came.
 func TestChallengedDisconnect(t *testing.T) {
 	a, _ := connected(t, Config{}, Config{})
 	feedHex(t, a, at(10), disconnectHex)
 	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)))
 	require.Equal(t, engine.StateEstablished, a.State())
-	rto := a.rto()
+	rto := max(a.rto(), engine.ChallengeMin)
 	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
 	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
 	require.Equal(t, engine.StateClosing, a.State())
@@ -429,7 +430,7 @@ func TestCloseProofMustMatch(t *testing.T) {
 	require.Empty(t, pollHex(t, a, at(15)))
 	closed, _ := a.PeerClosed()
 	require.False(t, closed)
-	rto := a.rto()
+	rto := max(a.rto(), engine.ChallengeMin)
 	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
 	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
 	closed, _ = a.PeerClosed()

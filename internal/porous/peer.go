@@ -223,10 +223,10 @@ func (s *Session) enterDisconnecting() {
 // spoofing the peer's address. Before acting on it the session sends a
 // Ping: a live session answers it (PingAck); a peer that is disconnecting,
 // or a restarted one still connecting, ignores Pings (notes §3.1). Only
-// when no answer comes within an RTO is the announcement taken: the
-// Disconnect answered, the restart adopted or refused. Until then it is
-// ignored, and it must come again (the peer repeats both every 500 ms)
-// once the challenge is over.
+// when no answer comes within an RTO (at least engine.ChallengeMin) is
+// the announcement taken: the Disconnect answered, the restart adopted or
+// refused. Until then it is ignored, and it must come again (the peer
+// repeats both every 500 ms) once the challenge is over.
 //
 // A disconnecting peer running this package answers the challenge of its
 // Disconnect with a proof of its close (closeProof), so that the close is
@@ -249,7 +249,7 @@ func (s *Session) challenged(k challengeKind) bool {
 	case s.chalKind == challengeNone:
 		s.chalKind = k
 		s.chalPing = s.pingID
-		s.chalUntil = s.now.Add(s.rto())
+		s.chalUntil = s.now.Add(max(s.rto(), engine.ChallengeMin))
 		s.sendPing()
 		s.stats.Challenges++
 	}
@@ -321,6 +321,23 @@ func (s *Session) sendPing() {
 	s.pingID++
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
 	s.trim()
+}
+
+// Trim frees what an idle session keeps for traffic: the receive
+// structures of the channels that hold nothing (as each ping does, see
+// trim), the transfer queue's slots and the session's queues when they
+// are empty. They are
+// allocated again when needed.
+func (s *Session) Trim() {
+	s.trim()
+	if s.ring.n == 0 {
+		s.ring.slots, s.ring.head = nil, 0
+	}
+	s.ctl.Trim()
+	s.timeq.Trim()
+	s.resendq.Trim()
+	s.recv.Trim()
+	s.recvCost.Trim()
 }
 
 // trim frees the receive structures of the channels that hold nothing, at

@@ -102,9 +102,13 @@ func (s *Session) applyTimers() {
 		case linger:
 			s.fail(s.lingerError())
 			s.finalDisc = true
-		case s.chalKind != challengeNone && !now.Before(s.chalUntil):
-			s.challengeExpired()
 		default:
+			if s.chalKind != challengeNone && !now.Before(s.chalUntil) {
+				s.challengeExpired()
+				if s.st != stConnected {
+					break // the challenged Disconnect was taken
+				}
+			}
 			s.detectLosses()
 			s.updateCC(0)
 			if !now.Before(s.pingAt) {

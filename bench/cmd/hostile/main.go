@@ -1,0 +1,427 @@
+// Command hostile runs the attacks of rudp's hostile tests at full size
+// against a listener on 127.0.0.1 and prints what they cost it: blind
+// sources that send a valid opening and never answer (heap, backlog,
+// accepted conns), a flood of openings during a legitimate dial and echo,
+// and idle streams (heap per stream, CPU seconds per second). Attackers
+// are UDP sockets on 127.0.0.1, each port a distinct source; the idle
+// streams' clients run in a child process, so that the listener's
+// process holds only the listener's side.
+//
+//	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-sources 20000]
+//	    [-rate 1000] [-idle 10000] [-window 30s]
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rudpkit/rudp"
+)
+
+var heapProfile *string
+
+func main() {
+	protocols := flag.String("protocols", "porous,airhook,lludp", "protocols to attack, comma-separated")
+	sources := flag.Int("sources", 20000, "blind sources, one opening each")
+	rate := flag.Int("rate", 1000, "openings per second during the legitimate dial")
+	idle := flag.Int("idle", 10000, "idle streams")
+	window := flag.Duration("window", 30*time.Second, "how long idle streams are watched for CPU use")
+	heapProfile = flag.String("heapprofile", "", "write a heap profile of the idle streams' listener to this file (suffixed with the protocol)")
+	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
+	flag.Parse()
+	if *clients != "" {
+		runClients(*clients, *protocols, *idle)
+		return
+	}
+	for _, name := range strings.Split(*protocols, ",") {
+		p, err := rudp.ParseProtocol(name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		blindFlood(p, *sources)
+		floodDial(p, *rate)
+		idleStreams(p, *idle, *window)
+	}
+}
+
+// heapAlloc returns the live heap after garbage collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// cpuTime returns the user and system CPU time of this process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func listen(cfg *rudp.Config) *rudp.Listener {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return rudp.Server(pc, cfg)
+}
+
+// opening returns the first datagram a stream client of p sends: what a
+// blind attacker replays.
+func opening(p rudp.Protocol) []byte {
+	sink, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sink.Close()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := rudp.Client(pc, sink.LocalAddr(), &rudp.Config{Protocol: p})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = c.Handshake(ctx) }()
+	defer func() { cancel(); c.Close() }()
+	buf := make([]byte, 2048)
+	_ = sink.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := sink.ReadFrom(buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return buf[:n]
+}
+
+// dealt counts the openings ln has dealt with, given that sent were sent
+// and its backlog holds backlog half-open peers when full.
+func dealt(ln *rudp.Listener, sent, backlog int) int {
+	st := ln.Stats()
+	return int(st.Evicted+st.UnknownDrops+st.BacklogDrops) + min(sent, backlog)
+}
+
+// acceptAll counts the conns ln accepts until it closes.
+func acceptAll(ln *rudp.Listener) *int64Counter {
+	var n int64Counter
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.add(1)
+			c.Close()
+		}
+	}()
+	return &n
+}
+
+type int64Counter struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (c *int64Counter) add(d int64) { c.mu.Lock(); c.n += d; c.mu.Unlock() }
+func (c *int64Counter) get() int64  { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+
+// blindFlood sends one opening from each of n sources, never answering,
+// in batches the listener has dealt with before the next (so that the
+// socket buffer drops none), and reports the listener's heap growth.
+func blindFlood(p rudp.Protocol, n int) {
+	open := opening(p)
+	ln := listen(&rudp.Config{Protocol: p})
+	defer ln.Close()
+	accepted := acceptAll(ln)
+	before := heapAlloc()
+	start := time.Now()
+	const batch = 200
+	// The newest sources stay open, so that no new one reuses the port of
+	// a source the backlog still holds: each is a new address.
+	recent := make([]net.PacketConn, 8*rudp.DefaultBacklog)
+	defer func() {
+		for _, pc := range recent {
+			if pc != nil {
+				pc.Close()
+			}
+		}
+	}()
+	for i := 0; i < n; i += batch {
+		for j := i; j < min(i+batch, n); j++ {
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				log.Fatal(err)
+			}
+			if _, err := pc.WriteTo(open, ln.Addr()); err != nil {
+				log.Fatal(err)
+			}
+			if old := recent[j%len(recent)]; old != nil {
+				old.Close()
+			}
+			recent[j%len(recent)] = pc
+		}
+		sent := min(i+batch, n)
+		for deadline := time.Now().Add(10 * time.Second); dealt(ln, sent, rudp.DefaultBacklog) < sent; {
+			if time.Now().After(deadline) {
+				log.Fatalf("%v: the listener dealt with %d of %d openings", p, dealt(ln, sent, rudp.DefaultBacklog), sent)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	took := time.Since(start)
+	growth := int64(heapAlloc()) - int64(before)
+	st := ln.Stats()
+	fmt.Printf("%-8s blind flood: %d sources in %v (%.0f/s): heap +%.2f MiB (%.0f B/source), evicted %d, refused %d, dropped %d, accepted %d\n",
+		p, n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(growth)/(1<<20), float64(growth)/float64(n),
+		st.Evicted, st.UnknownDrops, st.BacklogDrops, accepted.get())
+}
+
+// floodDial dials and echoes 1 MiB, ten times, while sources send rate
+// openings a second, and reports the handshake and echo times.
+func floodDial(p rudp.Protocol, rate int) {
+	open := opening(p)
+	cfg := &rudp.Config{Protocol: p}
+	ln := listen(cfg)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+				_ = c.(*rudp.Conn).CloseWrite()
+			}()
+		}
+	}()
+	attackers := make([]net.PacketConn, 1000)
+	for i := range attackers {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer pc.Close()
+		attackers[i] = pc
+	}
+	stop := make(chan struct{})
+	var sent int64Counter
+	go func() {
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := attackers[i%len(attackers)].WriteTo(open, ln.Addr()); err == nil {
+					sent.add(1)
+				}
+			}
+		}
+	}()
+	time.Sleep(time.Second) // the backlog is full of half-open peers
+	data := make([]byte, 1<<20)
+	_, _ = rand.Read(data)
+	var hs, echo []time.Duration
+	failed := 0
+	for range 10 {
+		h, e, err := dialEcho(ln.Addr(), cfg, data)
+		if err != nil {
+			failed++
+			log.Printf("%v: dial during the flood: %v", p, err)
+			continue
+		}
+		hs, echo = append(hs, h), append(echo, e)
+	}
+	close(stop)
+	st := ln.Stats()
+	fmt.Printf("%-8s flood of %d openings/s (%d sent): 10 dials, %d failed; handshake %v; echo of 1 MiB %v; evicted %d\n",
+		p, rate, sent.get(), failed, spread(hs), spread(echo), st.Evicted)
+}
+
+// dialEcho dials, echoes data and returns the handshake and echo times.
+func dialEcho(addr net.Addr, cfg *rudp.Config, data []byte) (hs, echo time.Duration, err error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	c := rudp.Client(pc, addr, cfg)
+	defer c.Close()
+	start := time.Now()
+	if err := c.Handshake(context.Background()); err != nil {
+		return 0, 0, err
+	}
+	hs = time.Since(start)
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	start = time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Write(data)
+		if err == nil {
+			err = c.CloseWrite()
+		}
+		errc <- err
+	}()
+	got, err := io.ReadAll(c)
+	if err == nil {
+		err = <-errc
+	}
+	if err == nil && string(got) != string(data) {
+		err = fmt.Errorf("echoed %d bytes, not the %d sent", len(got), len(data))
+	}
+	return hs, time.Since(start), err
+}
+
+// spread formats the minimum, median and maximum of d.
+func spread(d []time.Duration) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := append([]time.Duration{}, d...)
+	for i := range s { // insertion sort: ten values
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	r := func(x time.Duration) time.Duration { return x.Round(10 * time.Microsecond) }
+	return fmt.Sprintf("min %v median %v max %v", r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]))
+}
+
+// idleStreams accepts n streams from a child process, each from its own
+// socket, waits until they are idle, and reports the heap each costs and
+// the CPU the listener's process uses for them over window.
+func idleStreams(p rudp.Protocol, n int, window time.Duration) {
+	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute})
+	defer ln.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	conns := make([]net.Conn, 0, n)
+	buf := make([]byte, 2)
+	for range n {
+		c, err := ln.Accept()
+		if err != nil {
+			log.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			log.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		log.Fatalf("client process: %q %v", line, err)
+	}
+	// Idle streams free their buffers at the first settle a second after
+	// their last bytes; keepalives (every 5 s) settle them.
+	time.Sleep(rudp.DefaultKeepAlive + 2*time.Second)
+	heap := int64(heapAlloc())
+	if *heapProfile != "" {
+		f, err := os.Create(*heapProfile + "." + p.String())
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			log.Fatal(err)
+		}
+		f.Close()
+	}
+	cpu0, t0 := cpuTime(), time.Now()
+	time.Sleep(window)
+	cpu, wall := cpuTime()-cpu0, time.Since(t0)
+	// The base: the same process once every stream has ended.
+	for _, c := range conns {
+		c.Close()
+	}
+	stdin.Close()
+	line, _ := out.ReadString('\n')
+	for _, c := range conns {
+		select {
+		case <-c.(*rudp.Conn).Done():
+		case <-time.After(time.Minute):
+			log.Fatal("an idle stream did not end")
+		}
+	}
+	_ = cmd.Wait()
+	heap -= int64(heapAlloc())
+	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v; client process %s",
+		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, line)
+}
+
+// runClients is the idle streams' client process: it dials n streams to
+// addr, writes "hi" on each, prints "ready" and holds them until its
+// standard input ends, then prints its own CPU use since ready.
+func runClients(addr, protocol string, n int) {
+	p, err := rudp.ParseProtocol(protocol)
+	if err != nil {
+		log.Fatal(err)
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: time.Minute}
+	conns := make([]*rudp.Conn, n)
+	for i := range conns {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		// Without batching, a client socket keeps one small read buffer.
+		conns[i] = rudp.Client(plainConn{pc}, raddr, cfg)
+		if _, err := conns[i].Write([]byte("hi")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("ready")
+	cpu0, t0 := cpuTime(), time.Now()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	fmt.Printf("CPU %.4f s/s\n", (cpuTime()-cpu0).Seconds()/time.Since(t0).Seconds())
+	for _, c := range conns {
+		c.Close()
+	}
+	for _, c := range conns {
+		select {
+		case <-c.Done():
+		case <-time.After(time.Minute):
+			log.Fatal("a client stream did not end")
+		}
+	}
+}
+
+// plainConn hides a *net.UDPConn's type, so that rudp uses plain ReadFrom
+// and WriteTo on it.
+type plainConn struct{ net.PacketConn }
