@@ -16,7 +16,7 @@ import (
 // Defaults applied by New to zero Config fields.
 const (
 	// DefaultMaxDatagram is the reference applications' datagram buffer
-	// size (notes §1.4).
+	// size (docs/protocols/airhook.md §1.4).
 	DefaultMaxDatagram = 1500
 	// MinMaxDatagram is the smallest accepted Config.MaxDatagram: a packet
 	// with every header field, a full missed list and one 256-byte message.
@@ -41,7 +41,7 @@ const (
 // takes the default documented on it.
 type Config struct {
 	// Session is this endpoint's own session ID. 0 means draw a random
-	// nonzero ID from Rand. (0 is reserved on the wire, notes §1.3.)
+	// nonzero ID from Rand. (0 is reserved on the wire, docs/protocols/airhook.md §1.3.)
 	Session uint32
 	// Rand is the source of the random session ID; nil means crypto/rand.
 	// It is read only by New, and only when Session is 0.
@@ -82,7 +82,7 @@ type Config struct {
 	// HandleDatagram return engine.ErrPeerRestarted for a datagram carrying
 	// a different session ID, without changing any state, so that the
 	// caller can start a fresh association for the restarted peer. When
-	// false the new session is adopted as the reference does (notes §3.9)
+	// false the new session is adopted as the reference does (docs/protocols/airhook.md §3.9)
 	// and counted in Stats.PeerRestarts.
 	RejectNewPeerSession bool
 	// NoChallenge takes a packet with a new peer session ID at once, as

@@ -4,9 +4,9 @@
 // library.
 //
 // Packet encodes and decodes the packet format of the published "Packet
-// Format" page as corrected by the reference (airhook-notes §1, §2).
+// Format" page as corrected by the reference (airhook-docs/protocols/airhook.md §1, §2).
 // Session is one endpoint, a sans-I/O engine.Engine that follows the
-// reference state machine (notes §3): the session handshake (§3.2),
+// reference state machine (docs/protocols/airhook.md §3): the session handshake (§3.2),
 // sequence numbers, header repeats and the observed-octet range check
 // (§3.3, §3.7), message numbering with E omitted when 0 (§3.4), gap
 // detection and missed lists (§3.5, §3.6), the 255-packet and
@@ -17,7 +17,7 @@
 // # Deviations and choices
 //
 // The protocol is kept as the reference speaks it; what follows is what
-// this engine adds or decides where the reference is silent (notes §5).
+// this engine adds or decides where the reference is silent (docs/protocols/airhook.md §5).
 //
 //   - Timer: the reference retransmits (header repeats) on a fixed 1 s
 //     interval. Here that interval is an RFC 6298 RTO (Config.RTOInitial,
@@ -48,7 +48,7 @@
 //     keepalive interval (60 s for airproxy).
 //   - Handshake completion: the session is established once the peer
 //     has echoed our session ID (O equal to ours), which is when the
-//     reference considers its session confirmed (notes §3.2). Only an
+//     reference considers its session confirmed (docs/protocols/airhook.md §3.2). Only an
 //     endpoint that received our random ID can echo it, so this also
 //     shows that the peer's address receives what we send. The session
 //     push goes on after that: until the peer confirms a packet of ours
@@ -64,7 +64,7 @@
 //   - Rejections change nothing: a packet that fails the observed-session
 //     or observed-octet check is refused before any state changes, whereas
 //     the reference has already reset its session state for a new peer
-//     session at that point (notes §4.5).
+//     session at that point (docs/protocols/airhook.md §4.5).
 //   - Refusing messages: at most MaxRecvQueue (4096) delivered messages
 //     wait for Recv. Beyond that, and while the caller has closed the
 //     session to new data (SetRecvOpen), a new packet carrying messages
@@ -74,7 +74,7 @@
 //     them again. A caller that does not call Recv holds the peer back
 //     rather than growing memory.
 //   - Missed list: capped at 256 entries; a peer with inconsistent
-//     numbering overflows the reference's list and aborts it (notes §4.3).
+//     numbering overflows the reference's list and aborts it (docs/protocols/airhook.md §4.3).
 //   - Restarted peer: adopted as in the reference (Stats.PeerRestarts),
 //     or, with Config.RejectNewPeerSession, refused with
 //     engine.ErrPeerRestarted so that the caller can start a new
@@ -84,7 +84,7 @@
 //     is confirmed within two RTOs (Stats.SpoofsRefused), so that a
 //     blind attacker sending from the peer's address cannot replace it
 //     (see Session.challenged; Config.NoChallenge turns this off).
-//   - Close: the protocol has no close message (notes §3.10). Close
+//   - Close: the protocol has no close message (docs/protocols/airhook.md §3.10). Close
 //     stops Send; the session keeps sending what is queued and answering
 //     the peer, and reaches StateClosed once nothing is pending, every
 //     message received has been confirmed and no datagram has arrived for
@@ -97,7 +97,7 @@
 //     local too.
 //   - Ordering: messages are delivered once but not in order; a message
 //     reported missed is resent under a new number after younger ones
-//     (notes §3.11). Capabilities().Ordered is false.
+//     (docs/protocols/airhook.md §3.11). Capabilities().Ordered is false.
 //   - Datagram size: at most Config.MaxDatagram (default 1500, the
 //     reference applications' buffer), filled with as many queued
 //     messages as fit.

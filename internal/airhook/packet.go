@@ -7,7 +7,7 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-// Flag bits of the first octet (notes §1.2). Bits 5 and 6 are reserved and
+// Flag bits of the first octet (docs/protocols/airhook.md §1.2). Bits 5 and 6 are reserved and
 // ignored on receive; bit 7 marks a datagram that is not an Airhook packet.
 const (
 	flagInterval        = 0x01 // I
@@ -18,7 +18,7 @@ const (
 	flagOutOfBand       = 0x80
 )
 
-// Wire limits (notes §1.4, §6).
+// Wire limits (docs/protocols/airhook.md §1.4, §6).
 const (
 	headerLen     = 4   // flags, observed sequence octet, sequence
 	maxMessageLen = 256 // one message, in bytes
@@ -32,7 +32,7 @@ const (
 // ErrOutOfBand is returned by Decode (and so by Session.HandleDatagram) for
 // a datagram whose first octet has bit 7 set. The published format reserves
 // that bit for out-of-band datagrams, so such a datagram is not an Airhook
-// packet; the reference never sets it (notes §2 row 8, §5). It wraps
+// packet; the reference never sets it (docs/protocols/airhook.md §2 row 8, §5). It wraps
 // engine.ErrMalformed.
 var ErrOutOfBand = fmt.Errorf("%w: airhook: flag bit 7 set (out-of-band datagram)", engine.ErrMalformed)
 
@@ -42,11 +42,11 @@ var (
 	errTooManyMessages = fmt.Errorf("%w: airhook: more than %d messages", engine.ErrMalformed, maxMessages)
 )
 
-// Packet is one Airhook packet (notes §1.1).
+// Packet is one Airhook packet (docs/protocols/airhook.md §1.1).
 //
 // As in the reference encoder, an optional field is present on the wire
 // exactly when its value is nonzero (non-empty for Missed): session ID 0
-// is reserved and a Next of 0 is sent by omitting E (notes §1.3).
+// is reserved and a Next of 0 is sent by omitting E (docs/protocols/airhook.md §1.3).
 type Packet struct {
 	// ObservedSeq is the low octet of the newest peer sequence number the
 	// sender accepted.
@@ -148,7 +148,7 @@ func (p *Packet) AppendTo(b []byte) []byte {
 }
 
 // Decode parses the datagram b into p, strictly as the reference decoder
-// does (notes §1.4): the whole datagram is rejected if a field is
+// does (docs/protocols/airhook.md §1.4): the whole datagram is rejected if a field is
 // truncated, if a message runs past the end, or if it holds more than 256
 // messages; bits 5 and 6 of the flags are ignored. A datagram with bit 7
 // set is rejected with ErrOutOfBand. Every error wraps engine.ErrMalformed.

@@ -57,7 +57,7 @@ func TestVectorReceiverCasesRoundTrip(t *testing.T) {
 }
 
 func TestDecodeFields(t *testing.T) {
-	// Every optional field, in the order O, S, I, E, M (notes §1.1).
+	// Every optional field, in the order O, S, I, E, M (docs/protocols/airhook.md §1.1).
 	b := []byte{0x1f, 0x07, 0x01, 0x02, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 7, 8, 2, 'a', 'b', 'c'}
 	var p Packet
 	require.NoError(t, Decode(b, &p))
@@ -76,7 +76,7 @@ func TestDecodeFields(t *testing.T) {
 
 func TestDecodeCanonicalisesAbsentValues(t *testing.T) {
 	// E present with value 0, bits 5 and 6 set: accepted; the encoder
-	// writes the reference's canonical form (notes §1.2, §1.3).
+	// writes the reference's canonical form (docs/protocols/airhook.md §1.2, §1.3).
 	var p Packet
 	require.NoError(t, Decode([]byte{0x62, 0x01, 0x00, 0x05, 0x00}, &p))
 	require.Equal(t, Packet{ObservedSeq: 1, Seq: 5}, p)

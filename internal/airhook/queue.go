@@ -4,7 +4,7 @@ import "sort"
 
 // MaxRecvQueue bounds the messages delivered and not yet taken by Recv.
 // At the bound the messages of a new packet are refused as with
-// SetRecvOpen(false): detected missed, reported and resent (notes §3.5,
+// SetRecvOpen(false): detected missed, reported and resent (docs/protocols/airhook.md §3.5,
 // §3.6). One packet may take the queue up to 255 messages past the
 // bound.
 const MaxRecvQueue = 4096

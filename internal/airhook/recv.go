@@ -16,7 +16,7 @@ var (
 )
 
 // HandleDatagram processes one datagram received at now, in the order of
-// notes §3.3. It returns:
+// docs/protocols/airhook.md §3.3. It returns:
 //   - an error wrapping engine.ErrMalformed if b does not decode (see
 //     Decode; ErrOutOfBand for flag bit 7);
 //   - an error wrapping engine.ErrRejected if no peer session is known and
@@ -88,10 +88,10 @@ func (s *Session) received(now time.Time, n int) {
 	s.stats.BytesReceived += uint64(n)
 }
 
-// check applies the rejections of notes §3.3 steps 3–4 without changing
+// check applies the rejections of docs/protocols/airhook.md §3.3 steps 3–4 without changing
 // any state. The reference resets its session state for a new peer session
 // before the observed-session check and keeps that reset when the check
-// fails (notes §4.5); here the whole packet is refused first.
+// fails (docs/protocols/airhook.md §4.5); here the whole packet is refused first.
 func (s *Session) check(p *Packet, newPeer bool) error {
 	if p.ObservedSession != 0 && p.ObservedSession != s.own {
 		return errWrongSession
@@ -110,7 +110,7 @@ func (s *Session) check(p *Packet, newPeer bool) error {
 	return nil
 }
 
-// accept processes a packet that passed check (notes §3.3 steps 2–10).
+// accept processes a packet that passed check (docs/protocols/airhook.md §3.3 steps 2–10).
 // A packet whose messages are refused (see SetRecvOpen) is taken as its
 // header repeat would be, without them: its messages are detected missed
 // and the peer sends them again.
@@ -187,7 +187,7 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 	}
 	if s.state == engine.StateHandshake && s.peerKnowsUs {
 		// Open once the peer has echoed our session ID, as the reference
-		// judges it ("state confirmed", notes §3.2): only an endpoint
+		// judges it ("state confirmed", docs/protocols/airhook.md §3.2): only an endpoint
 		// that received our random ID can echo it. Our session push may
 		// still await the peer's confirmation, which a reference peer
 		// with nothing to send gives only with its next transmission.
@@ -223,7 +223,7 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 
 // Challenges (RFC 5961's reason): Airhook packets carry no secret, and
 // the reference adopts any packet with a new session ID as a restarted
-// peer (notes §3.9), so a blind attacker sending from the peer's address
+// peer (docs/protocols/airhook.md §3.9), so a blind attacker sending from the peer's address
 // could end the session with one packet. Here a new session ID arriving
 // once established is first challenged: the session sends the live peer
 // a new packet at once (as a keepalive probe, it confirms nothing new). A
@@ -265,7 +265,7 @@ func (s *Session) answered() {
 	s.chalOn, s.chalPassed = false, false
 }
 
-// adoptPeer resynchronises with a new peer session (notes §3.9).
+// adoptPeer resynchronises with a new peer session (docs/protocols/airhook.md §3.9).
 func (s *Session) adoptPeer(p *Packet) {
 	if s.peer != 0 {
 		s.stats.PeerRestarts++
@@ -290,7 +290,7 @@ func (s *Session) adoptPeer(p *Packet) {
 }
 
 // cullMissed drops the missed entries the peer has seen reported: those
-// detected while the peer's newly confirmed packets were sent (notes §3.6).
+// detected while the peer's newly confirmed packets were sent (docs/protocols/airhook.md §3.6).
 func (s *Session) cullMissed(from, to uint8) {
 	k := 0
 	for k < s.nMissed && inRange(s.missed[k], from, to) {
@@ -300,8 +300,8 @@ func (s *Session) cullMissed(from, to uint8) {
 }
 
 // detectGap records as missed every peer message number before next that
-// has not arrived (notes §3.5). The list is capped at 256 entries, which a
-// consistent peer never exceeds; the reference would abort (notes §4.3).
+// has not arrived (docs/protocols/airhook.md §3.5). The list is capped at 256 entries, which a
+// consistent peer never exceeds; the reference would abort (docs/protocols/airhook.md §4.3).
 func (s *Session) detectGap(next uint8) {
 	for ; s.nextIn != next; s.nextIn++ {
 		if s.nMissed < maxMissed {
@@ -313,7 +313,7 @@ func (s *Session) detectGap(next uint8) {
 
 // actOnMissed queues again the messages the peer reports missed, walking
 // its list from the last entry and stopping at the first one outside the
-// numbers of our newly confirmed packets [from, to) (notes §3.6).
+// numbers of our newly confirmed packets [from, to) (docs/protocols/airhook.md §3.6).
 func (s *Session) actOnMissed(list []uint8, from, to uint8) {
 	for i := len(list) - 1; i >= 0 && inRange(list[i], from, to); i-- {
 		s.requeue(list[i])

@@ -117,7 +117,7 @@ func TestVectorScenarios(t *testing.T) {
 //
 // One step differs on purpose: "8205013003" has flag bit 7 set. The
 // reference does not check the bit and accepts the packet; this engine
-// treats it as an out-of-band datagram (notes §5) and rejects it. The
+// treats it as an out-of-band datagram (docs/protocols/airhook.md §5) and rejects it. The
 // packet is a pure confirmation that changes nothing the later steps
 // depend on, so every response still matches.
 func TestVectorReceiverCases(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-// dueReason says why a packet is due (notes §3.7).
+// dueReason says why a packet is due (docs/protocols/airhook.md §3.7).
 type dueReason uint8
 
 const (
@@ -56,7 +56,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 }
 
 // free1 reports whether a new sequence number is available, free2 whether
-// two are (notes §3.7, §3.8).
+// two are (docs/protocols/airhook.md §3.7, §3.8).
 func (s *Session) free1() bool { return s.confirmed != uint8(s.lastSent+1) }
 func (s *Session) free2() bool { return s.confirmed != uint8(s.lastSent+2) }
 
@@ -80,7 +80,7 @@ func (s *Session) novel() bool {
 	return s.free1() && (s.newPeerPacket() || s.free2() && (s.newIncoming() || s.canSend()))
 }
 
-// transmitDue returns when the next packet is due and why (notes §3.7),
+// transmitDue returns when the next packet is due and why (docs/protocols/airhook.md §3.7),
 // the reference's retransmit interval being the RTO.
 func (s *Session) transmitDue() (time.Time, dueReason) {
 	if s.novel() {
@@ -126,7 +126,7 @@ func (s *Session) probeAt() (time.Time, bool) {
 	return last.Add(s.cfg.KeepAlive), true
 }
 
-// transmit writes a new packet when the rules of notes §3.7 call for one,
+// transmit writes a new packet when the rules of docs/protocols/airhook.md §3.7 call for one,
 // else a header repeat, and reports which. A probe is a new packet without
 // messages whose observed octet repeats our last one, so that it confirms
 // nothing new and a peer running this engine answers it; when the sequence

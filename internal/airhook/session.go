@@ -11,7 +11,7 @@ import (
 var _ engine.Engine = (*Session)(nil)
 
 // pushState tracks whether the peer has confirmed one of our packets that
-// carried both session fields (notes §3.2).
+// carried both session fields (docs/protocols/airhook.md §3.2).
 type pushState uint8
 
 const (
@@ -99,7 +99,7 @@ type Session struct {
 //
 // As in the reference, the new session's first packet is due at once: a
 // header repeat with sequence number 1, or a new packet with sequence
-// number 2 when a message was queued first (notes §5).
+// number 2 when a message was queued first (docs/protocols/airhook.md §5).
 func New(now time.Time, cfg Config) (*Session, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 
 // Recv returns the next delivered message. Messages come in the order the
 // reference delivers them, which is not the Send order when a message had
-// to be retransmitted (notes §3.11).
+// to be retransmitted (docs/protocols/airhook.md §3.11).
 func (s *Session) Recv() (engine.Message, bool) {
 	m, ok := s.recv.Take()
 	if ok {
@@ -229,7 +229,7 @@ func (s *Session) Recv() (engine.Message, bool) {
 // Recv, a new packet carrying messages is taken as if it had come without
 // them, as its header repeat does: what it confirms of our packets, its
 // missed list and its sequence number are applied, and its messages are
-// detected missed (notes §3.5), so that our next packet reports them and
+// detected missed (docs/protocols/airhook.md §3.5), so that our next packet reports them and
 // the peer sends them again under new numbers. They count in
 // Stats.Refused. Not confirming the packet instead would break the
 // protocol's bookkeeping: the peer culls the missed entries it reported
@@ -265,7 +265,7 @@ func (s *Session) Close(now time.Time) {
 }
 
 // State returns the lifecycle state. The session is established once the
-// peer has echoed our session ID (notes §3.2); a peer restart adopted
+// peer has echoed our session ID (docs/protocols/airhook.md §3.2); a peer restart adopted
 // later does not return it to StateHandshake.
 func (s *Session) State() engine.State { return s.state }
 

@@ -286,7 +286,7 @@ func TestObservedSessionMismatchRejected(t *testing.T) {
 	requireUnchanged(t, before, c, stats)
 
 	// The same with a new session ID: the reference would already have
-	// reset its state for the new session (notes §4.5); here nothing
+	// reset its state for the new session (docs/protocols/airhook.md §4.5); here nothing
 	// changes.
 	err = c.HandleDatagram(now, encode(Packet{Seq: 9, ObservedSession: 0x99, Session: 0x77}))
 	require.ErrorIs(t, err, engine.ErrRejected)
@@ -316,7 +316,7 @@ func TestOldPacketIgnored(t *testing.T) {
 	stats.BytesReceived += uint64(len(old))
 	stats.Duplicates++
 	requireUnchanged(t, before, c, stats)
-	// 256 behind is a jump forward in the reference's window (notes §2).
+	// 256 behind is a jump forward in the reference's window (docs/protocols/airhook.md §2).
 	require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: c.lastAccepted - 256, ObservedSeq: 3, Next: 1, Messages: [][]byte{[]byte("y")}})))
 	require.Equal(t, []string{"y"}, drain(c))
 }
@@ -398,7 +398,7 @@ func TestPeerRestartRejectedWhenConfigured(t *testing.T) {
 // fullWindow returns C established with G (see handshakeWithG) after G
 // sent packets 2..0xff, each with one message, but never confirmed beyond
 // C's octet 2; C confirms each packet with a new one up to seq 2+255 =
-// 0x0101 and has no sequence number left (notes §3.7). G's last packet
+// 0x0101 and has no sequence number left (docs/protocols/airhook.md §3.7). G's last packet
 // skips skip message numbers, which C's packet 0x0101 reports missed.
 func fullWindow(t *testing.T, now time.Time, skip uint8) (*Session, []byte) {
 	t.Helper()
@@ -442,7 +442,7 @@ func TestSpoofedRestart(t *testing.T) {
 }
 
 func TestWindowFullHeaderRepeat(t *testing.T) {
-	// With the window full, C only repeats its last header (notes §3.7).
+	// With the window full, C only repeats its last header (docs/protocols/airhook.md §3.7).
 	now := time.Unix(1, 0)
 	c, buf := fullWindow(t, now, 0)
 	require.NoError(t, c.Send([]byte("d"), engine.SendOptions{}))
@@ -473,7 +473,7 @@ func TestWindowFullHeaderRepeat(t *testing.T) {
 // message 0xfe missed. G's next packet skips 0 and 1: C lists them missed
 // too, but with no sequence number left it can only repeat the header of
 // 0x0101, which carries the missed list as it was when 0x0101 was sent
-// (notes §3.6; wtanaka/airhook at f5a18bd, protocol.c, airhook_transmit:
+// (docs/protocols/airhook.md §3.6; wtanaka/airhook at f5a18bd, protocol.c, airhook_transmit:
 // a header repeat leaves out the missed entries in [last->unseen,
 // current.unseen)), not the later entries 0 and 1, which G would not
 // accept at the end of the list (it acts on the list from its last entry

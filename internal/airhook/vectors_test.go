@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The vector file is a copy of /work/shared/vectors/airhook.json: packets
+// testdata/airhook.json holds the bytes the reference produced: packets
 // produced by the airhook-2 C library, receiver cases and a UDP trace.
 
 type vecFile struct {

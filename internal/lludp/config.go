@@ -11,35 +11,35 @@ import (
 	"github.com/rudpkit/rudp/internal/congestion"
 )
 
-// Defaults applied by New to zero Config fields (notes §6).
+// Defaults applied by New to zero Config fields (docs/protocols/lludp.md §6).
 const (
-	// DefaultMaxDatagram is OpenSim's hard datagram limit (notes §1.7).
+	// DefaultMaxDatagram is OpenSim's hard datagram limit (docs/protocols/lludp.md §1.7).
 	DefaultMaxDatagram = 1400
 	// MinMaxDatagram is the smallest accepted Config.MaxDatagram: room
 	// for UseCircuitCode (46 bytes) and a PacketAck of several IDs.
 	MinMaxDatagram = 64
-	// DefaultAckDelay is the viewer's AckCollectTime (notes §3.3).
+	// DefaultAckDelay is the viewer's AckCollectTime (docs/protocols/lludp.md §3.3).
 	DefaultAckDelay = 100 * time.Millisecond
-	// DefaultResendLimit is the viewer's number of resends (notes §3.4).
+	// DefaultResendLimit is the viewer's number of resends (docs/protocols/lludp.md §3.4).
 	DefaultResendLimit = 3
 	// DefaultRTOMin and DefaultRTOMax bound the resend timeout, 5 × the
 	// averaged ping: the viewer's 1 s minimum, and 5 × its 2 s ping cap.
 	DefaultRTOMin = time.Second
 	DefaultRTOMax = 10 * time.Second
-	// DefaultKeepAlive is the StartPingCheck interval (notes §3.7).
+	// DefaultKeepAlive is the StartPingCheck interval (docs/protocols/lludp.md §3.7).
 	DefaultKeepAlive = 5 * time.Second
-	// DefaultIdleTimeout is the viewer's circuit timeout (notes §3.1).
+	// DefaultIdleTimeout is the viewer's circuit timeout (docs/protocols/lludp.md §3.1).
 	DefaultIdleTimeout = 100 * time.Second
 	// DefaultLinger is the longest time spent in StateClosing.
 	DefaultLinger = 5 * time.Second
 	// DefaultMaxQueued is the default bound on pending messages.
 	DefaultMaxQueued = 1024
 	// SeqWrap is the modulus of the sequence numbers sessions send: the
-	// viewer wraps 0xFFFFFF to 0 (notes §3.2).
+	// viewer wraps 0xFFFFFF to 0 (docs/protocols/lludp.md §3.2).
 	SeqWrap = 1 << 24
 )
 
-// Circuit is the body of UseCircuitCode (notes §1.6): Code as a
+// Circuit is the body of UseCircuitCode (docs/protocols/lludp.md §1.6): Code as a
 // little-endian u32, then SessionID and AgentID as 16 raw bytes each (36
 // bytes).
 type Circuit struct {
@@ -59,7 +59,7 @@ func appendCircuit(b []byte, c Circuit) []byte {
 }
 
 // parseCircuit reads a UseCircuitCode body; trailing bytes are ignored
-// (notes §2 erratum 11). ok is false when b is shorter than 36 bytes.
+// (docs/protocols/lludp.md §2 erratum 11). ok is false when b is shorter than 36 bytes.
 func parseCircuit(b []byte) (c Circuit, ok bool) {
 	if len(b) < circuitLen {
 		return c, false
@@ -77,7 +77,7 @@ type Config struct {
 	// Client makes this end open the circuit: its first datagram is a
 	// reliable UseCircuitCode carrying Circuit (sequence number
 	// InitialSeq, 1 by default), and its messages wait until that is
-	// acknowledged (notes §3.1). Without Client the session is a server:
+	// acknowledged (docs/protocols/lludp.md §3.1). Without Client the session is a server:
 	// it accepts nothing but a reliable UseCircuitCode until one arrives.
 	Client bool
 	// Circuit is the client's UseCircuitCode body. A server ignores it.
@@ -103,12 +103,12 @@ type Config struct {
 	AckDelay time.Duration
 	// ResendLimit is how many times a reliable datagram is resent; when
 	// the timeout after the last resend expires unacknowledged, the
-	// session fails with engine.ErrRetransmitLimit (notes §3.4). 0 means
+	// session fails with engine.ErrRetransmitLimit (docs/protocols/lludp.md §3.4). 0 means
 	// DefaultResendLimit (3, the viewer); negative means unlimited (as
 	// OpenSim; IdleTimeout still ends a dead circuit).
 	ResendLimit int
 	// RTOMin and RTOMax bound the resend timeout, which is 5 × the
-	// averaged ping (notes §3.4); defaults DefaultRTOMin (1 s) and
+	// averaged ping (docs/protocols/lludp.md §3.4); defaults DefaultRTOMin (1 s) and
 	// DefaultRTOMax (10 s). The averaged ping starts at 1 s, so the first
 	// timeout is 5 s clamped to these bounds.
 	RTOMin, RTOMax time.Duration

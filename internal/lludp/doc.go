@@ -4,11 +4,12 @@
 // each carried whole in one UDP datagram, reliable (acknowledged and
 // resent) or not, zerocoded when that makes them shorter. Behaviour
 // differences of OpenSim and LibreMetaverse are noted where they matter.
-// "Notes" below refers to the LLUDP implementation notes that accompany
-// the wiki page "Packet Layout".
+// Section references (§) are to docs/protocols/lludp.md in this
+// repository, the notes that supplement the wiki page "Packet Layout"
+// with what the viewer really does.
 //
 // ParsePacket and AppendPacket encode and decode datagrams as the viewer
-// puts them on the wire (notes §1): the 6-byte header with a big-endian
+// puts them on the wire (docs/protocols/lludp.md §1): the 6-byte header with a big-endian
 // sequence number, message numbers by frequency (§1.2), zerocoding with
 // the viewer's run rules and decoder edge cases (§1.3, ZeroEncode,
 // ZeroDecode), appended acks (§1.4) and the extra header after the message
@@ -22,7 +23,7 @@
 //
 // # Choices and deviations
 //
-// Where the viewer is silent, or where this package departs from it (notes
+// Where the viewer is silent, or where this package departs from it (docs/protocols/lludp.md
 // §5):
 //
 //   - Sequence numbers start at 1 (Config.InitialSeq) and wrap from
@@ -31,7 +32,7 @@
 //   - Extra header: never sent; skipped on receive.
 //   - Zerocoding: every application message is zerocoded when the encoded
 //     form is strictly shorter, whatever the template says (receivers
-//     honour the flag, notes §1.3); transport messages never are, as their
+//     honour the flag, docs/protocols/lludp.md §1.3); transport messages never are, as their
 //     template entries are Unencoded. 00 00 is never written; received data
 //     is decoded with the viewer's semantics up to MaxDecoded bytes.
 //   - Acknowledgements: every accepted reliable datagram is acknowledged,
@@ -80,7 +81,7 @@
 //     its numbers pass those of the old client.
 //   - OpenCircuit is ignored (the viewer refuses it over UDP); unknown
 //     numbers, including the Fixed 0xFFFFFFFA, 0xFFFFFFFE and 0xFFFFFFFF,
-//     are delivered. Bodies are not validated (notes §2 erratum 11);
+//     are delivered. Bodies are not validated (docs/protocols/lludp.md §2 erratum 11);
 //     transport bodies shorter than their template read missing fields as
 //     zero, as the viewer does, except that a PacketAck's missing IDs are
 //     not acknowledged.
@@ -106,7 +107,7 @@
 //     bytes (header and number included, before acks), so datagrams stay
 //     within 1201 bytes; datagrams up to MaxDecoded (8192) bytes are
 //     accepted.
-//   - Delivery is in arrival order; LLUDP has no ordering (notes §3.6).
+//   - Delivery is in arrival order; LLUDP has no ordering (docs/protocols/lludp.md §3.6).
 //   - Congestion control: the shared controller of internal/congestion
 //     (Config.Congestion, BBR by default) bounds the reliable datagrams in
 //     flight and paces every datagram carrying a message; the viewer and

@@ -1,31 +1,31 @@
 package lludp
 
-// Message numbers in the template's full form (notes §1.2, §1.6): High n is
+// Message numbers in the template's full form (docs/protocols/lludp.md §1.2, §1.6): High n is
 // n (1..254), Medium n is 0xFF00|n (1..254), Low n is 0xFFFF0000|n
 // (1..65529) and Fixed numbers are 0xFFFFFFFA..0xFFFFFFFF.
 const (
 	// StartPingCheck (High 1, body: u8 PingID, u32 LE OldestUnacked) is
 	// sent by the session every Config.KeepAlive; the application may not
-	// send it (notes §3.7).
+	// send it (docs/protocols/lludp.md §3.7).
 	StartPingCheck uint32 = 0x01
 	// CompletePingCheck (High 2, body: u8 PingID) answers a StartPingCheck;
-	// engine-owned (notes §3.7).
+	// engine-owned (docs/protocols/lludp.md §3.7).
 	CompletePingCheck uint32 = 0x02
 	// TestMessage (Low 1) is the template's test message, marked
 	// Zerocoded; its number is itself zerocoded on the wire (FF FF 00 01
 	// becomes FF FF 00 01 01). It is an ordinary message for this package.
 	TestMessage uint32 = 0xFFFF0001
 	// UseCircuitCode (Low 3, body: u32 LE Code, SessionID, AgentID) opens a
-	// circuit; engine-owned (notes §3.1).
+	// circuit; engine-owned (docs/protocols/lludp.md §3.1).
 	UseCircuitCode uint32 = 0xFFFF0003
 	// PacketAck (Fixed 0xFFFFFFFB, body: u8 count, count × u32 LE IDs)
-	// carries acknowledgements; engine-owned (notes §3.3).
+	// carries acknowledgements; engine-owned (docs/protocols/lludp.md §3.3).
 	PacketAck uint32 = 0xFFFFFFFB
 	// OpenCircuit (Fixed 0xFFFFFFFC) is blacklisted on UDP by the viewer;
-	// engine-owned, never sent, ignored on receive (notes §1.6).
+	// engine-owned, never sent, ignored on receive (docs/protocols/lludp.md §1.6).
 	OpenCircuit uint32 = 0xFFFFFFFC
 	// CloseCircuit (Fixed 0xFFFFFFFD, no body) ends a circuit; engine-owned
-	// (notes §3.1).
+	// (docs/protocols/lludp.md §3.1).
 	CloseCircuit uint32 = 0xFFFFFFFD
 	// StreamMessage (Low 65000, FF FF FD E8 on the wire) is reserved by
 	// rudp for the frames of its byte streams. It lies outside the range
@@ -36,7 +36,7 @@ const (
 )
 
 // NumberLen returns the length in bytes of message number n on the wire
-// before zerocoding (notes §1.2): 1 for High (n ≤ 0xFE), 2 for Medium
+// before zerocoding (docs/protocols/lludp.md §1.2): 1 for High (n ≤ 0xFE), 2 for Medium
 // (0xFF00..0xFFFE), 4 for Low and Fixed (0xFFFF0000 and above), and 0 for
 // a number that has no encoding. The numbers 0, 0xFF00 and 0xFFFF0000
 // (number 0 of a frequency) are encodable but unused by the template, and
@@ -54,7 +54,7 @@ func NumberLen(n uint32) int {
 }
 
 // PutNumber writes the wire form of n, before zerocoding, into b (at
-// least 4 bytes) and returns its length (notes §1.2). A number without an
+// least 4 bytes) and returns its length (docs/protocols/lludp.md §1.2). A number without an
 // encoding is written in its 4-byte Low form, FF FF and its low 16 bits.
 func PutNumber(b []byte, n uint32) int {
 	switch NumberLen(n) {
@@ -71,7 +71,7 @@ func PutNumber(b []byte, n uint32) int {
 
 // ParseNumber reads a message number in its wire form, before
 // zerocoding, at the start of b and returns it with its length, or 0, 0
-// when b is too short (notes §1.2: byte 0 ≠ FF is High, else byte 1 ≠ FF
+// when b is too short (docs/protocols/lludp.md §1.2: byte 0 ≠ FF is High, else byte 1 ≠ FF
 // is Medium, else Low/Fixed from bytes 2–3).
 func ParseNumber(b []byte) (uint32, int) {
 	switch {
@@ -86,7 +86,7 @@ func ParseNumber(b []byte) (uint32, int) {
 }
 
 // transport reports whether n is one of the numbers the session itself
-// sends and consumes (notes §1.6); Send refuses them.
+// sends and consumes (docs/protocols/lludp.md §1.6); Send refuses them.
 func transport(n uint32) bool {
 	switch n {
 	case StartPingCheck, CompletePingCheck, UseCircuitCode, PacketAck, OpenCircuit, CloseCircuit:

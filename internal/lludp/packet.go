@@ -8,23 +8,23 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-// Flag bits of the first byte (notes §1.1). The low nibble is written 0
+// Flag bits of the first byte (docs/protocols/lludp.md §1.1). The low nibble is written 0
 // and ignored on receive.
 const (
 	// FlagZerocoded: the region from the message number to the end of the
-	// body is zerocoded (notes §1.3).
+	// body is zerocoded (docs/protocols/lludp.md §1.3).
 	FlagZerocoded = 0x80
-	// FlagReliable: the receiver must acknowledge the datagram (notes
+	// FlagReliable: the receiver must acknowledge the datagram (docs/protocols/lludp.md
 	// §3.3).
 	FlagReliable = 0x40
 	// FlagResent: the datagram is a resend of an earlier one with the same
-	// sequence number (notes §3.4).
+	// sequence number (docs/protocols/lludp.md §3.4).
 	FlagResent = 0x20
-	// FlagAppendedAcks: acknowledgements trail the message (notes §1.4).
+	// FlagAppendedAcks: acknowledgements trail the message (docs/protocols/lludp.md §1.4).
 	FlagAppendedAcks = 0x10
 )
 
-// Wire sizes (notes §1.1, §1.7, §6).
+// Wire sizes (docs/protocols/lludp.md §1.1, §1.7, §6).
 const (
 	// HeaderLen is the fixed header: flags, 4-byte big-endian sequence
 	// number, extra-header length.
@@ -54,7 +54,7 @@ var (
 	errExtra    = fmt.Errorf("%w: lludp: extra header runs past the message", engine.ErrMalformed)
 )
 
-// Packet is one LLUDP datagram (notes §1.1): a header, one message and
+// Packet is one LLUDP datagram (docs/protocols/lludp.md §1.1): a header, one message and
 // optional appended acks.
 type Packet struct {
 	// Flags holds the flag bits (FlagZerocoded, FlagReliable, FlagResent,
@@ -67,7 +67,7 @@ type Packet struct {
 	// is accepted on receive; this package's sessions send 24-bit values.
 	Seq uint32
 	// Extra is the extra header, at most 255 bytes, placed after the
-	// message number as in the viewer (notes §2 erratum 1). Sessions send
+	// message number as in the viewer (docs/protocols/lludp.md §2 erratum 1). Sessions send
 	// none and ignore what they receive.
 	Extra []byte
 	// Message is the message number in the template's full form (see
@@ -80,9 +80,9 @@ type Packet struct {
 	Acks []uint32
 }
 
-// ParsePacket decodes datagram p into dst (notes §1): the header, the
-// appended-ack trailer (stripped from the raw datagram first, notes §1.4),
-// then, when FlagZerocoded is set, the zero-decoding of the rest (notes
+// ParsePacket decodes datagram p into dst (docs/protocols/lludp.md §1): the header, the
+// appended-ack trailer (stripped from the raw datagram first, docs/protocols/lludp.md §1.4),
+// then, when FlagZerocoded is set, the zero-decoding of the rest (docs/protocols/lludp.md
 // §1.3) into scratch, then the message number (§1.2) and the extra header,
 // skipped after the number (erratum 1). dst.Extra and dst.Body alias p or
 // scratch; dst.Acks reuses its backing array. ParsePacket does not
@@ -137,7 +137,7 @@ func ParsePacket(p []byte, dst *Packet, scratch []byte) error {
 }
 
 // AppendPacket appends the wire form of p to b and returns the extended
-// slice (notes §1). The flags byte carries FlagReliable and FlagResent from
+// slice (docs/protocols/lludp.md §1). The flags byte carries FlagReliable and FlagResent from
 // p.Flags and FlagAppendedAcks when p.Acks is not empty; the low nibble is
 // 0. The extra length byte is len(p.Extra) and the extra bytes follow the
 // message number.
@@ -146,7 +146,7 @@ func ParsePacket(p []byte, dst *Packet, scratch []byte) error {
 // the end of the body is zerocoded and the encoded form is kept, with
 // FlagZerocoded set, only if it is strictly shorter than the plain form;
 // otherwise the plain bytes go out with the flag clear, as the viewer does
-// (notes §1.3). Appended acks are written big-endian after the region,
+// (docs/protocols/lludp.md §1.3). Appended acks are written big-endian after the region,
 // never zerocoded, followed by their count.
 //
 // p.Message must have an encoding (NumberLen > 0); any other value is

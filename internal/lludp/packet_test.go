@@ -161,7 +161,7 @@ func TestZeroDecodeAppends(t *testing.T) {
 }
 
 // TestZerocodedOnlyWhenShorter: the zerocoded form is kept only when
-// strictly shorter than the plain one (notes §1.3); the plain form then
+// strictly shorter than the plain one (docs/protocols/lludp.md §1.3); the plain form then
 // goes out whole, whatever the encoder wrote before it gave up, and
 // AppendPacket writes nothing beyond the plain form's length.
 func TestZerocodedOnlyWhenShorter(t *testing.T) {

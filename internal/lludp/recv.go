@@ -14,14 +14,14 @@ var (
 	errRetired   = fmt.Errorf("%w: lludp: UseCircuitCode of a circuit already replaced", engine.ErrRejected)
 )
 
-// HandleDatagram processes one datagram received at now (notes §1, §3). It
+// HandleDatagram processes one datagram received at now (docs/protocols/lludp.md §1, §3). It
 // returns:
 //   - engine.ErrClosed in StateClosed;
 //   - an error wrapping engine.ErrMalformed if b does not parse (see
 //     ParsePacket);
 //   - an error wrapping engine.ErrRejected on a server without a circuit
 //     for anything but a reliable UseCircuitCode with a full 36-byte body
-//     (the only message the viewer accepts off-circuit, notes §3.1);
+//     (the only message the viewer accepts off-circuit, docs/protocols/lludp.md §3.1);
 //   - engine.ErrPeerRestarted on a server with an open circuit and
 //     Config.RejectNewPeerSession for a reliable UseCircuitCode carrying
 //     another Circuit (an unreliable one cannot open a circuit, so it is
@@ -31,11 +31,11 @@ var (
 // No error changes any state other than Stats.PacketsRejected, which
 // counts the malformed and rejected datagrams. An accepted datagram's
 // appended acks are applied and, when it is reliable, it is acknowledged,
-// duplicates included (notes §3.3). Its message is then consumed when it
+// duplicates included (docs/protocols/lludp.md §3.3). Its message is then consumed when it
 // is a transport message (PacketAck, StartPingCheck, CompletePingCheck,
 // UseCircuitCode, CloseCircuit, OpenCircuit, which is ignored) and
 // otherwise delivered through Recv, unless its sequence number had
-// arrived before (counted in Stats.Duplicates, notes §3.5; delivered all
+// arrived before (counted in Stats.Duplicates, docs/protocols/lludp.md §3.5; delivered all
 // the same with Config.DeliverDuplicates), or it is refused,
 // unacknowledged (see SetRecvOpen). Any 32-bit sequence number is
 // accepted. The body is copied; b may be reused at
@@ -100,7 +100,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		s.acked(now, id)
 	}
 	// Unreliable transport messages stay out of the duplicate window: some
-	// implementations send them all with sequence number 0 (notes §3.1),
+	// implementations send them all with sequence number 0 (docs/protocols/lludp.md §3.1),
 	// and processing them twice is harmless.
 	dup, refused := false, false
 	switch {
@@ -127,7 +127,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			}
 		}
 	case StartPingCheck:
-		// Missing fields read as zero, as in the viewer (notes §2
+		// Missing fields read as zero, as in the viewer (docs/protocols/lludp.md §2
 		// erratum 11); a missing OldestUnacked is not used.
 		var id uint8
 		if len(p.Body) > 0 {
@@ -161,7 +161,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			s.circuitOpened(now)
 		}
 	case OpenCircuit:
-		// Blacklisted on UDP by the viewer: ignored (notes §1.6).
+		// Blacklisted on UDP by the viewer: ignored (docs/protocols/lludp.md §1.6).
 	default:
 		if !refused && (!dup || s.cfg.DeliverDuplicates) {
 			data := make([]byte, len(p.Body))
@@ -238,7 +238,7 @@ func (s *Session) challengeExpired() {
 	}
 }
 
-// owe queues an acknowledgement of seq (notes §3.3).
+// owe queues an acknowledgement of seq (docs/protocols/lludp.md §3.3).
 func (s *Session) owe(now time.Time, seq uint32) {
 	if s.acks.len() == 0 {
 		s.ackSince = now
@@ -279,7 +279,7 @@ func (s *Session) acked(now time.Time, id uint32) {
 	s.release(m)
 }
 
-// circuitOpened marks the circuit open (notes §3.1).
+// circuitOpened marks the circuit open (docs/protocols/lludp.md §3.1).
 func (s *Session) circuitOpened(now time.Time) {
 	if s.open {
 		return
@@ -305,11 +305,11 @@ func (s *Session) adoptPeer() {
 	s.chalPassed = challengeNone
 }
 
-// pingAnswered takes an RTT sample from a CompletePingCheck (notes §3.7):
+// pingAnswered takes an RTT sample from a CompletePingCheck (docs/protocols/lludp.md §3.7):
 // the time since the last StartPingCheck plus one interval per ping sent
 // after the one answered, as the viewer counts it, fed to the averaged
 // ping: avg = max(sample, avg), then avg = 0.8·avg + 0.2·sample, clamped
-// to 100 ms..2 s (notes §3.4). The first sample replaces the initial 1 s
+// to 100 ms..2 s (docs/protocols/lludp.md §3.4). The first sample replaces the initial 1 s
 // instead (as RFC 6298 and POROUS do), so the resend timeout reaches its
 // 1 s floor with the first ping rather than after minutes of pings.
 // Answers to pings already answered, or never sent, are ignored.

@@ -15,7 +15,7 @@ import (
 // shorter buf nothing is written.
 //
 // Datagrams come in this order of priority: the client's UseCircuitCode
-// (reliable, notes §3.1); CompletePingCheck answers (§3.7); resends, the
+// (reliable, docs/protocols/lludp.md §3.1); CompletePingCheck answers (§3.7); resends, the
 // stored datagram with FlagResent and the same sequence number, without
 // appended acks (§3.4); queued messages, in Send order once the circuit is
 // open; a StartPingCheck every Config.KeepAlive; PacketAck messages of up
@@ -107,7 +107,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 }
 
 // sendAgain resends m, declared lost: the stored datagram with RESENT
-// set and the same sequence number, without appended acks (notes §3.4).
+// set and the same sequence number, without appended acks (docs/protocols/lludp.md §3.4).
 func (s *Session) sendAgain(now time.Time, buf []byte, m *outMsg) int {
 	s.lost.remove(m)
 	m.list = inFlight
@@ -238,7 +238,7 @@ func (s *Session) sendReliable(now time.Time, buf []byte, m *outMsg, flags byte)
 	return b
 }
 
-// appendAcks appends owed acks to the datagram b (notes §1.4, §3.3): the
+// appendAcks appends owed acks to the datagram b (docs/protocols/lludp.md §1.4, §3.3): the
 // oldest first, at most min(250, (1200 − len(b))/4), within
 // Config.MaxDatagram.
 func (s *Session) appendAcks(b []byte) []byte {
@@ -253,7 +253,7 @@ func (s *Session) appendAcks(b []byte) []byte {
 	return append(b, byte(k))
 }
 
-// sendPing sends a StartPingCheck (notes §3.7): the next PingID and
+// sendPing sends a StartPingCheck (docs/protocols/lludp.md §3.7): the next PingID and
 // OldestUnacked, our oldest unacknowledged reliable sequence number, or
 // this datagram's own number when there is none (as the viewer).
 func (s *Session) sendPing(now time.Time, buf []byte) int {
@@ -273,7 +273,7 @@ func (s *Session) sendPing(now time.Time, buf []byte) int {
 	return len(s.appendAcks(s.build(buf, 0, StartPingCheck, body[:])))
 }
 
-// sendPacketAck sends one PacketAck with the oldest owed acks (notes §1.6:
+// sendPacketAck sends one PacketAck with the oldest owed acks (docs/protocols/lludp.md §1.6:
 // u8 count, then little-endian IDs).
 func (s *Session) sendPacketAck(buf []byte) int {
 	k := min(s.acks.len(), MaxPacketAckIDs, (s.cfg.MaxDatagram-HeaderLen-4-1)/4)

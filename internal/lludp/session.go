@@ -10,7 +10,7 @@ import (
 
 var _ engine.Engine = (*Session)(nil)
 
-// Averaged ping bounds and start (notes §3.4, §6).
+// Averaged ping bounds and start (docs/protocols/lludp.md §3.4, §6).
 const (
 	pingMin     = 100 * time.Millisecond
 	pingMax     = 2 * time.Second
@@ -21,7 +21,7 @@ const (
 	// rtoFactor: the resend timeout is 5 × the averaged ping.
 	rtoFactor = 5
 	// closeCopies is how many CloseCircuit messages a graceful close
-	// sends, one round trip apart (it is unreliable, notes §3.1).
+	// sends, one round trip apart (it is unreliable, docs/protocols/lludp.md §3.1).
 	closeCopies = 2
 	// challengeSlack is added to two round trips for the answer to a
 	// challenge ping (see challengeClose).
@@ -37,14 +37,14 @@ type Session struct {
 
 	now, created, lastRecv time.Time
 
-	// Circuit (notes §3.1).
+	// Circuit (docs/protocols/lludp.md §3.1).
 	open        bool       // client: UseCircuitCode acknowledged; server: received
 	peerCircuit Circuit    // server: the peer's UseCircuitCode
 	replaced    [4]Circuit // server: the last circuits replaced by restarts
 	nReplaced   int
 	hello       *outMsg // client: UseCircuitCode until it is first sent
 
-	// Sending (notes §3.2, §3.4).
+	// Sending (docs/protocols/lludp.md §3.2, §3.4).
 	nextSeq uint32
 	queue   engine.FIFO[*outMsg]
 	unacked map[uint32]*outMsg // by sequence number
@@ -59,11 +59,11 @@ type Session struct {
 	pending   int
 	pendBytes int // bytes of the pending messages' bodies
 
-	// Acknowledgements owed (notes §3.3).
+	// Acknowledgements owed (docs/protocols/lludp.md §3.3).
 	acks     ackRing
 	ackSince time.Time // when the oldest owed ack was queued
 
-	// Pings (notes §3.7).
+	// Pings (docs/protocols/lludp.md §3.7).
 	pongs      [maxPongs]uint8
 	nPongs     int
 	pingID     uint8 // ID of the last StartPingCheck sent
@@ -75,7 +75,7 @@ type Session struct {
 	rtt        *engine.RTT // Config.AckRTT: the RFC 6298 estimator
 	backoffAt  time.Time   // when rtt was last backed off
 
-	// Receiving (notes §3.5).
+	// Receiving (docs/protocols/lludp.md §3.5).
 	win      window
 	recv     engine.FIFO[engine.Message]
 	recvShut bool // SetRecvOpen(false): new application messages are refused
@@ -140,8 +140,8 @@ func (s *Session) Circuit() (Circuit, bool) {
 // maxBuilt is the most bytes of a datagram before appended acks.
 func (s *Session) maxBuilt() int { return min(MTUBytes, s.cfg.MaxDatagram) }
 
-// Send queues a copy of p as message number opt.MessageNumber (notes
-// §1.2), sent reliably (acknowledged and resent, notes §3.3–3.4) or
+// Send queues a copy of p as message number opt.MessageNumber (docs/protocols/lludp.md
+// §1.2), sent reliably (acknowledged and resent, docs/protocols/lludp.md §3.3–3.4) or
 // unreliably as opt.Delivery says. An empty p is a message with no body.
 // Errors:
 //   - engine.ErrClosed after Close or once the session ended;
@@ -195,7 +195,7 @@ func (s *Session) release(m *outMsg) {
 }
 
 // Recv returns the next delivered message, in arrival order (LLUDP has no
-// ordering, notes §3.6). MessageNumber is the message's number; Reliable
+// ordering, docs/protocols/lludp.md §3.6). MessageNumber is the message's number; Reliable
 // is its RELIABLE flag.
 func (s *Session) Recv() (engine.Message, bool) {
 	m, ok := s.recv.Take()
@@ -225,7 +225,7 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // are still sent and resent, the peer is still answered and owed acks go
 // out at once; when nothing is pending, CloseCircuit is sent twice, one
 // round trip apart (it is unreliable; there is no close handshake,
-// notes §3.1), and the session reaches StateClosed with Err nil. When
+// docs/protocols/lludp.md §3.1), and the session reaches StateClosed with Err nil. When
 // Config.Linger runs out first, one CloseCircuit goes out with the next
 // Poll and Err wraps engine.ErrLingerTimeout if messages are left.
 func (s *Session) Close(now time.Time) {
@@ -267,7 +267,7 @@ func (s *Session) SendRoom(uint8) int { return engine.SendRoom(s.pendBytes, s.cc
 func (s *Session) Pending() int { return s.pending }
 
 // Stats returns a snapshot of the counters. SRTT is the viewer's averaged
-// ping (notes §3.4) and RTTVar is 0, except with Config.AckRTT once an ack
+// ping (docs/protocols/lludp.md §3.4) and RTTVar is 0, except with Config.AckRTT once an ack
 // gave a sample, when both come from the RFC 6298 estimator; RTO is the
 // current resend timeout.
 // Retransmits counts resends; Duplicates counts datagrams whose message
@@ -311,7 +311,7 @@ func (s *Session) roundTrip() time.Duration {
 }
 
 // rto is the resend timeout: 5 × the averaged ping within
-// [Config.RTOMin, Config.RTOMax] (notes §3.4), or with Config.AckRTT the
+// [Config.RTOMin, Config.RTOMax] (docs/protocols/lludp.md §3.4), or with Config.AckRTT the
 // RFC 6298 RTO but at least 1.5 × SRTT (within RTOMax): RACK finds
 // ordinary losses within a round trip, so the timeout is the last resort,
 // and acknowledgements that wait up to AckDelay on a steady path (where

@@ -105,7 +105,7 @@ const (
 
 // endAt returns the earliest time at which the session fails by itself and
 // why: the handshake timeout, the idle timeout, or the timeout after the
-// last allowed resend of the oldest transmission (notes §3.4). Linger is
+// last allowed resend of the oldest transmission (docs/protocols/lludp.md §3.4). Linger is
 // handled by Poll.
 func (s *Session) endAt() (at time.Time, ok bool, cause endCause) {
 	consider := func(t time.Time, c endCause) {

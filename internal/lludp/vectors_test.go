@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The vector file is a copy of /work/shared/vectors/lludp.json: zerocode
+// testdata/lludp.json holds the bytes the reference produced: zerocode
 // cases and datagrams with their full decodes, each attributed to the
 // viewer, Hippolyzer, LibreMetaverse or OpenSim.
 

@@ -4,14 +4,14 @@ const (
 	// seqMask keeps the 24 bits sequence numbers are compared on.
 	seqMask = SeqWrap - 1
 	// halfSpace is half the 24-bit space: a number less than this far
-	// ahead of another is after it (serial arithmetic, notes §3.2).
+	// ahead of another is after it (serial arithmetic, docs/protocols/lludp.md §3.2).
 	halfSpace = SeqWrap / 2
 	// windowBits is how many sequence numbers behind the newest the
 	// duplicate window remembers individually (8 KiB per session).
 	windowBits = 1 << 16
 )
 
-// window remembers which peer sequence numbers arrived (notes §3.5). Numbers
+// window remembers which peer sequence numbers arrived (docs/protocols/lludp.md §3.5). Numbers
 // are compared on their low 24 bits with serial arithmetic, so the viewer's
 // wrap from 0xFFFFFF to 0 and the 32-bit counters of OpenSim and
 // LibreMetaverse both work.
@@ -117,7 +117,7 @@ func (w *window) floorAge() (int32, bool) {
 	return f, f >= -1 && f < halfSpace/2
 }
 
-// setFloor takes the peer's OldestUnacked (notes §3.7). The floor never
+// setFloor takes the peer's OldestUnacked (docs/protocols/lludp.md §3.7). The floor never
 // moves backwards and never beyond hi+1 (the peer cannot have had a number
 // acknowledged that never arrived here).
 func (w *window) setFloor(oldest uint32) {

@@ -8,13 +8,13 @@ import (
 )
 
 // MaxDecoded is the largest zero-decoded region, and the largest datagram,
-// this package accepts: the viewer's 8192-byte receive buffer (notes §1.3,
+// this package accepts: the viewer's 8192-byte receive buffer (docs/protocols/lludp.md §1.3,
 // §1.7).
 const MaxDecoded = 8192
 
 var errExpansion = fmt.Errorf("%w: lludp: zero-decoded data exceeds %d bytes", engine.ErrMalformed, MaxDecoded)
 
-// zeroEncoder is the viewer's zero-run encoder (notes §1.3) working over
+// zeroEncoder is the viewer's zero-run encoder (docs/protocols/lludp.md §1.3) working over
 // several slices as one stream: a run of 1..255 zeros becomes 00 n, a
 // longer run is cut into 00 FF pairs and a last pair. It never writes
 // 00 00. It writes the encoding into out, which it never grows: when out
@@ -82,7 +82,7 @@ func (z *zeroEncoder) flush() {
 }
 
 // ZeroEncode appends the zerocoded form of src to dst and returns the
-// extended slice (notes §1.3): every run of zeros becomes 00 n with n in
+// extended slice (docs/protocols/lludp.md §1.3): every run of zeros becomes 00 n with n in
 // 1..255, a run longer than 255 continues with a new pair (256 zeros are
 // 00 FF 00 01), trailing zeros are encoded the same way, and 00 00 is
 // never written. The result can be longer than src (a lone zero costs two
@@ -98,7 +98,7 @@ func ZeroEncode(dst, src []byte) []byte {
 }
 
 // ZeroDecode appends the expansion of the zerocoded src to dst and returns
-// the extended slice, with the viewer's semantics (notes §1.3): a nonzero
+// the extended slice, with the viewer's semantics (docs/protocols/lludp.md §1.3): a nonzero
 // byte is copied; 00 n (n ≠ 0) gives n zeros; each further 00 right after
 // a 00 adds 256 zeros before the count byte is read (00 00 02 gives 258);
 // a 00 at the very end with no count byte gives one zero (00 00 at the end

@@ -9,13 +9,13 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-// Sequencing-layer constants (notes §3.5, §3.6, §6).
+// Sequencing-layer constants (docs/protocols/porous.md §3.5, §3.6, §6).
 const (
 	// ChannelWindow is N_Q: the send and receive windows of a channel, in
 	// packets.
 	ChannelWindow = 1 << 16
 	// WindowAckSpacing is M: WindowAcks and Unreliable-packet Sentinels
-	// are sent for packet_seq ≡ M − 1 (mod M) (notes §2 row 3).
+	// are sent for packet_seq ≡ M − 1 (mod M) (docs/protocols/porous.md §2 row 3).
 	WindowAckSpacing = 2048
 	// maxPooled bounds the recycled packet buffers; buffers above
 	// maxPooledSize are not recycled.
@@ -39,7 +39,7 @@ type outPacket struct {
 	left     int  // fragments not yet acknowledged (reliable) or sent (unreliable)
 }
 
-// fragment returns the data of fragment i (notes §1.2).
+// fragment returns the data of fragment i (docs/protocols/porous.md §1.2).
 func (p *outPacket) fragment(i int) []byte {
 	lo := min(i*FragmentSize, len(p.data))
 	return p.data[lo:min(lo+FragmentSize, len(p.data))]
@@ -102,7 +102,7 @@ func (s *Session) take(c *txChannel, it *qItem) (sentMsg, bool) {
 	return m, true
 }
 
-// txChannel is the sending side of a channel (notes §3.5).
+// txChannel is the sending side of a channel (docs/protocols/porous.md §3.5).
 type txChannel struct {
 	q          engine.FIFO[qItem]      // messages to send, in order
 	waiting    engine.FIFO[*outPacket] // beyond the send window, in order
@@ -166,7 +166,7 @@ func (s *Session) enqueue(p *outPacket) {
 }
 
 // onWindowAck moves the send window to m + 1 if that is at most one
-// window ahead (notes §3.5) and not beyond the next packet to send, and
+// window ahead (docs/protocols/porous.md §3.5) and not beyond the next packet to send, and
 // releases the packets now inside it. A receiver acknowledges only
 // packets it was sent; a WindowAck past them (which the reference
 // accepts) would put every later packet behind the window for good.
@@ -187,7 +187,7 @@ func (c *txChannel) onWindowAck(s *Session, m uint32) {
 }
 
 // queueWindowAck makes channel ch send WindowAck(m), replacing one not
-// yet sent (notes §3.6).
+// yet sent (docs/protocols/porous.md §3.6).
 func (s *Session) queueWindowAck(ch uint8, m uint32) {
 	c := &s.txch[ch]
 	c.wackSeq = m
@@ -223,7 +223,7 @@ func (s *Session) release(p *outPacket) {
 	}
 }
 
-// rxEntry is a packet of a channel's receive queue (notes §3.6).
+// rxEntry is a packet of a channel's receive queue (docs/protocols/porous.md §3.6).
 type rxEntry struct {
 	buf      []byte   // reassembly buffer; nil before the first fragment and for duds
 	bits     []uint64 // fragments received, when more than 64
@@ -415,7 +415,7 @@ func (c *rxChannel) drop(seq uint32) *rxPage {
 	return pg
 }
 
-// validFragment applies the receiver's validity rules (notes §1.2).
+// validFragment applies the receiver's validity rules (docs/protocols/porous.md §1.2).
 func validFragment(m *Message) bool {
 	switch {
 	case m.FragmentID > m.LastFragmentID:
@@ -594,7 +594,7 @@ func (s *Session) charge(ch uint8, e *rxEntry, n int) {
 
 // entry returns the entry for packet seq with dependent_lead lead on
 // channel c, creating it; nil if seq is outside the window or the entry
-// has another lead (notes §3.6).
+// has another lead (docs/protocols/porous.md §3.6).
 func (s *Session) entry(ch uint8, seq uint32, lead uint16) *rxEntry {
 	c := &s.rxch[ch]
 	if (seq-c.base)&seqMask24 >= ChannelWindow {
@@ -731,14 +731,14 @@ func (s *Session) deliverTouched() {
 	}
 }
 
-// deliver walks the channel's queue as notes §3.6 prescribes: an entry
+// deliver walks the channel's queue as docs/protocols/porous.md §3.6 prescribes: an entry
 // whose dependency is neither delivered nor skipped stops the walk; a dud,
 // or a complete packet larger than MaxPacket, is consumed with no delivery
 // (see tooLarge); a complete packet is consumed and delivered; a sentinel
 // entry is consumed with no delivery once the newest entry is 63488 or
 // more packets ahead; other entries are passed over. Consuming an entry drops
 // every earlier one and moves the base past it. Unlike the reference, the
-// walk goes on after consuming a sentinel or dud (notes §4 bug 2).
+// walk goes on after consuming a sentinel or dud (docs/protocols/porous.md §4 bug 2).
 func (s *Session) deliver(ch uint8) {
 	c := &s.rxch[ch]
 	newest, ok := c.last()
@@ -783,7 +783,7 @@ func (s *Session) tooLarge(ch uint8, e *rxEntry) {
 
 // consume drops the entries of the channel's queue up to offset last
 // from its base and moves the base past it, queueing a WindowAck when the
-// base crosses a multiple of 2048 (notes §3.6).
+// base crosses a multiple of 2048 (docs/protocols/porous.md §3.6).
 func (s *Session) consume(ch uint8, last uint32) {
 	c := &s.rxch[ch]
 	for off, ok := c.next(0); ok && off <= last; off, ok = c.next(off + 1) {

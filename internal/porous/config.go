@@ -14,9 +14,9 @@ import (
 	"github.com/rudpkit/rudp/internal/congestion"
 )
 
-// Priority is a channel's local send priority (paper §3.1, notes §3.3):
+// Priority is a channel's local send priority (paper §3.1, docs/protocols/porous.md §3.3):
 // messages of High channels are put in frames before those of Low
-// channels. It is never sent on the wire (notes §2 row 16).
+// channels. It is never sent on the wire (docs/protocols/porous.md §2 row 16).
 type Priority uint8
 
 // Priorities.
@@ -34,19 +34,19 @@ const (
 	// DefaultMaxQueuedBytes is the default bound on the bytes of pending
 	// messages: 4 MiB.
 	DefaultMaxQueuedBytes = 4 << 20
-	// DefaultKeepAlive is the ping interval of the reference (notes §3.7).
+	// DefaultKeepAlive is the ping interval of the reference (docs/protocols/porous.md §3.7).
 	DefaultKeepAlive = time.Second
-	// DefaultIdleTimeout is the reference's watchdog (notes §3.7).
+	// DefaultIdleTimeout is the reference's watchdog (docs/protocols/porous.md §3.7).
 	DefaultIdleTimeout = 20 * time.Second
 	// DefaultLinger is the default longest time spent in StateClosing.
 	DefaultLinger = 5 * time.Second
 	// DefaultMaxUnreliableDelay is the default Config.MaxUnreliableDelay.
 	DefaultMaxUnreliableDelay = 100 * time.Millisecond
 	// ConnectInterval is how often an unacknowledged Connect is sent
-	// (notes §3.2).
+	// (docs/protocols/porous.md §3.2).
 	ConnectInterval = 500 * time.Millisecond
 	// DisconnectInterval is how often an unacknowledged Disconnect is sent
-	// (notes §3.8).
+	// (docs/protocols/porous.md §3.8).
 	DisconnectInterval = 500 * time.Millisecond
 	// MinTimeWait is the shortest time a session that answered the peer's
 	// Disconnect keeps answering repeats of it before StateClosed; it is
@@ -60,7 +60,7 @@ const (
 // Config configures a Session. The zero value is usable: every zero field
 // takes the default documented on it.
 type Config struct {
-	// Nonce is this end's random 32-bit ID for the handshake (notes §3.2).
+	// Nonce is this end's random 32-bit ID for the handshake (docs/protocols/porous.md §3.2).
 	// It also starts the peer's frame numbering. 0 means draw one from
 	// Rand.
 	Nonce uint32
@@ -69,7 +69,7 @@ type Config struct {
 	Rand io.Reader
 	// Channels is the number of channels, 1..256 (default 1). It must
 	// equal the peer's: a Connect with another count ends the session
-	// with an error wrapping engine.ErrIncompatible (notes §3.2).
+	// with an error wrapping engine.ErrIncompatible (docs/protocols/porous.md §3.2).
 	Channels int
 	// Priorities gives each channel's local send priority; at most
 	// Channels entries, missing ones are High. A Low channel sends only
@@ -91,7 +91,7 @@ type Config struct {
 	// MaxPacket is the largest message Send accepts and the largest packet
 	// reassembled, in bytes (default 1 MiB, at most MaxPacketLimit).
 	// Incoming packets larger than that, or announcing more fragments
-	// than it needs, are consumed without delivery (notes §3.6 "duds"),
+	// than it needs, are consumed without delivery (docs/protocols/porous.md §3.6 "duds"),
 	// counted in Stats.TooLarge and logged at Debug to Logger.
 	MaxPacket int
 	// MaxQueued bounds Pending: Send returns engine.ErrQueueFull when
@@ -104,12 +104,12 @@ type Config struct {
 	MaxQueuedBytes int
 	// MaxRxBandwidth is the receive rate advertised in Connect, in
 	// bytes/s (default NoBandwidthLimit). The peer limits its sending to
-	// it (notes §2 row 5).
+	// it (docs/protocols/porous.md §2 row 5).
 	MaxRxBandwidth uint32
 	// MaxTxBandwidth is this end's send rate limit in bytes/s (default
 	// NoBandwidthLimit). The effective limit is the smaller of it and the
 	// peer's advertised MaxRxBandwidth; it caps the congestion window at
-	// RTT × limit (notes §3.3).
+	// RTT × limit (docs/protocols/porous.md §3.3).
 	MaxTxBandwidth uint32
 	// Accept marks a session created for a datagram from an unknown
 	// address: until a compatible Connect is accepted, every other
@@ -118,13 +118,13 @@ type Config struct {
 	// nothing.
 	Accept bool
 	// KeepAlive is the ping interval while connected (default 1 s, the
-	// reference's; notes §3.7). Pings measure the RTT and keep the peer's
+	// reference's; docs/protocols/porous.md §3.7). Pings measure the RTT and keep the peer's
 	// watchdog quiet.
 	KeepAlive time.Duration
 	// IdleTimeout is the watchdog (default 20 s, the reference's; negative
 	// disables it). It is reset by every datagram from the peer that
 	// decodes, which is more lenient than the reference's PingAck-only
-	// reset (notes §2 row 9). When it runs out the session ends with
+	// reset (docs/protocols/porous.md §2 row 9). When it runs out the session ends with
 	// engine.ErrIdleTimeout, or engine.ErrHandshakeTimeout while the
 	// handshake is incomplete.
 	IdleTimeout time.Duration
@@ -140,7 +140,7 @@ type Config struct {
 	// other than the peer's makes HandleDatagram return
 	// engine.ErrPeerRestarted without changing any state, so that the
 	// caller can start a fresh association. When false the Connect is
-	// acknowledged as the reference does (notes §3.2) and counted in
+	// acknowledged as the reference does (docs/protocols/porous.md §3.2) and counted in
 	// Stats.PeerRestarts. A repeat of the peer's own Connect is always
 	// just acknowledged again.
 	RejectNewPeerSession bool

@@ -3,23 +3,23 @@
 // optionally-reliable packets on up to 256 channels over UDP, with
 // congestion control.
 //
-// Frame, Message, Decode and Frame.AppendTo are the wire format (notes
+// Frame, Message, Decode and Frame.AppendTo are the wire format (docs/protocols/porous.md
 // §1): eight frame types, three message types, big-endian, one frame per
 // datagram of at most 1472 bytes, parsed as strictly as the reference.
 // Session is one peer, a sans-I/O engine.Engine that follows the
 // reference: the peer states and the symmetric 4-way handshake with
-// nonces (paper §2.2–2.5, Figures 1–3; notes §3.1, §3.2, §3.8), the
+// nonces (paper §2.2–2.5, Figures 1–3; docs/protocols/porous.md §3.1, §3.2, §3.8), the
 // transfer layer with its windows, resends, sentinel frames and AIMD
-// congestion window (paper §3.1, Figures 5–7; notes §3.3, §3.4), and the
+// congestion window (paper §3.1, Figures 5–7; docs/protocols/porous.md §3.3, §3.4), and the
 // sequencing layer with per-channel packet numbers, fragmentation,
-// dependencies, Sentinels and WindowAcks (paper §3.2, Figures 8–11; notes
+// dependencies, Sentinels and WindowAcks (paper §3.2, Figures 8–11; docs/protocols/porous.md
 // §3.5, §3.6). Driven like the reference it emits the reference's frames
 // byte for byte (testdata/porous.json, both sides of both captures).
 //
 // # Deviations and choices
 //
 // Where the reference or the paper leaves room, or has a bug, this is what
-// Session does (notes §5). Only the challenge of a close (below) puts
+// Session does (docs/protocols/porous.md §5). Only the challenge of a close (below) puts
 // frames on the wire that the reference would not send there, and the
 // reference ignores them.
 //
@@ -32,7 +32,7 @@
 //     later packet of the channel would then wait behind the window).
 //   - DataAck: each frame_seq at most once per DataAck (sorted, at most
 //     367 per frame), which keeps a reference sender clear of its
-//     flight-size wrap (notes §4 bug 1). Received DataAcks may repeat IDs;
+//     flight-size wrap (docs/protocols/porous.md §4 bug 1). Received DataAcks may repeat IDs;
 //     each frame counts once.
 //   - Data before Connected: never sent; messages queued by Send during the
 //     handshake wait.
@@ -45,7 +45,7 @@
 //     for: without it a queue building at a bottleneck, or the frames of
 //     one burst serialised behind each other, read as losses. The
 //     reference never backs off.
-//   - Congestion control (notes §3.3) is the shared controller of
+//   - Congestion control (docs/protocols/porous.md §3.3) is the shared controller of
 //     internal/congestion, local to the sender and invisible on the wire.
 //     By default (Config.Congestion = congestion.BBR) it paces datagrams
 //     at its estimate of the bottleneck bandwidth and bounds the flight
@@ -59,26 +59,26 @@
 //     was in flight, halving at most once per RTT for a frame sent after
 //     the previous halving (the paper's order, eq. 11–12: cwnd =
 //     max(cwnd/2, 1472), then ssthresh = max(cwnd, 2944); the reference
-//     sets ssthresh to the window before halving, notes §2 row 11, which
+//     sets ssthresh to the window before halving, docs/protocols/porous.md §2 row 11, which
 //     slow-starts straight back into an overflowing queue), reset to one
 //     frame after losses for 8·RTO without an acknowledgement (the
-//     paper's ρ·T_rto rather than the reference's ρ·T_rtt, notes §2 row
+//     paper's ρ·T_rto rather than the reference's ρ·T_rtt, docs/protocols/porous.md §2 row
 //     10: with the RTO's 10 ms floor a LAN's RTT of tens of microseconds
 //     made 8·RTT shorter than one timeout), capped at RTT × send rate
-//     limit with an RTT of at least 1 ms (notes §4 bug 7); loss by
+//     limit with an RTT of at least 1 ms (docs/protocols/porous.md §4 bug 7); loss by
 //     timeout only. With either, a frame is created only when the next
 //     message fits the free window (the whole frame when nothing is in
 //     flight) and the pacer allows it; a lost frame is resent before any
-//     new frame once it fits. Losses are counted once per frame (notes §4
+//     new frame once it fits. Losses are counted once per frame (docs/protocols/porous.md §4
 //     bug 3 avoided). A window reset doubles the RTO, up to 8 times; any
 //     acknowledgement clears that.
 //   - Watchdog: Config.IdleTimeout (default 20 s) is reset by every
 //     datagram from the peer that is accepted (decoded, and not refused
 //     as out of window or over the receive budget), not only by PingAck
-//     (notes §2 row 9), and applies to the handshake too (ErrHandshakeTimeout).
+//     (docs/protocols/porous.md §2 row 9), and applies to the handshake too (ErrHandshakeTimeout).
 //   - Disconnect: Close waits, bounded by Config.Linger (default 5 s), for
 //     everything queued to be sent and acknowledged, then sends
-//     Disconnect every 500 ms until DisconnectAck (notes §3.8). When
+//     Disconnect every 500 ms until DisconnectAck (docs/protocols/porous.md §3.8). When
 //     Linger runs out first, one Disconnect is sent and the session ends
 //     with engine.ErrLingerTimeout if messages were unconfirmed. After
 //     answering the peer's Disconnect the session keeps answering its
@@ -102,10 +102,10 @@
 //   - Handshake failures: an incompatible Connect (version, channel count)
 //     ends the session with engine.ErrIncompatible and nothing sent; a
 //     ConnectAck for another nonce ends it with engine.ErrRejected; both
-//     are the reference's "Disconnected" (notes §3.2), here StateClosed at
+//     are the reference's "Disconnected" (docs/protocols/porous.md §3.2), here StateClosed at
 //     once.
 //   - Peer creation (Config.Accept): only a compatible Connect creates a
-//     session (the reference accepts any frame that parses; notes §5). A
+//     session (the reference accepts any frame that parses; docs/protocols/porous.md §5). A
 //     listener answers an incompatible one without creating anything
 //     (see Refusal): its own Connect, so that the peer gives up at once
 //     as it would with the reference's, then a Disconnect.
@@ -129,8 +129,8 @@
 //     has received) and one spare page kept for reuse. A caller that does not call Recv stops reception once the
 //     budget is full. A channel's queue is indexed by packet_seq, so that
 //     packets arriving in any order cost constant time each.
-//   - Delivery: the notes' §3.6 walk, which goes on after consuming a
-//     sentinel or dud entry (notes §4 bug 2). Delivered messages wait in
+//   - Delivery: docs/protocols/porous.md §3.6 walk, which goes on after consuming a
+//     sentinel or dud entry (docs/protocols/porous.md §4 bug 2). Delivered messages wait in
 //     Recv's queue, which the caller drains. engine.Message.Reliable is
 //     false: the send mode is not on the wire. A packet larger than
 //     Config.MaxPacket is dropped (acknowledged, as the reference does),
@@ -146,7 +146,7 @@
 //     each channel's send queue by Pending's bounds, and its receive queue
 //     and Recv's queue by the 65536-packet window and the receive budget
 //     and reserves above.
-//   - Scheduling (local, notes §2 row 16): each channel has its own send
+//   - Scheduling (local, docs/protocols/porous.md §2 row 16): each channel has its own send
 //     queue. Channels of Low priority (Config.Priorities) send only when
 //     no High channel has anything to send; among the channels of one
 //     priority the next message comes by deficit round robin

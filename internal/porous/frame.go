@@ -7,12 +7,12 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
-// Wire constants (notes §1, §6).
+// Wire constants (docs/protocols/porous.md §1, §6).
 const (
-	// Version is the protocol version carried in Connect (notes §1.1).
+	// Version is the protocol version carried in Connect (docs/protocols/porous.md §1.1).
 	Version = 0
 	// MaxFrameSize is the largest datagram, in bytes: 1500 − 28. One
-	// datagram carries exactly one frame (notes §1).
+	// datagram carries exactly one frame (docs/protocols/porous.md §1).
 	MaxFrameSize = 1472
 	// DataHeaderSize is the size of a Data frame without messages: type,
 	// frame_seq u32, msg_count u16.
@@ -24,7 +24,7 @@ const (
 	// WindowAckSize is the size of a WindowAck message.
 	WindowAckSize = 5
 	// FragmentSize is the data carried by every fragment but the last:
-	// 1472 − 7 − 13 = 1452 bytes (notes §1.2).
+	// 1472 − 7 − 13 = 1452 bytes (docs/protocols/porous.md §1.2).
 	FragmentSize = MaxFrameSize - DataHeaderSize - FragmentHeaderSize
 	// MaxFragments is the most fragments one packet has (fragment IDs are
 	// u16).
@@ -42,7 +42,7 @@ const (
 	seqMask24         = 1<<24 - 1
 )
 
-// FrameType is byte 0 of every datagram (notes §1.1).
+// FrameType is byte 0 of every datagram (docs/protocols/porous.md §1.1).
 type FrameType uint8
 
 // Frame types.
@@ -59,7 +59,7 @@ const (
 
 var frameNames = [...]string{"Connect", "ConnectAck", "Disconnect", "DisconnectAck", "Ping", "PingAck", "Data", "DataAck"}
 
-// String returns the frame type's name as the notes spell it.
+// String returns the frame type's name as docs/protocols/porous.md spells it.
 func (t FrameType) String() string {
 	if int(t) < len(frameNames) {
 		return frameNames[t]
@@ -71,7 +71,7 @@ func (t FrameType) String() string {
 // and DataAck.
 var fixedSize = [...]int{11, 5, 1, 1, 3, 3, 0, 0}
 
-// MessageType is byte 0 of every message inside a Data frame (notes §1.2).
+// MessageType is byte 0 of every message inside a Data frame (docs/protocols/porous.md §1.2).
 type MessageType uint8
 
 // Message types.
@@ -83,7 +83,7 @@ const (
 
 var messageNames = [...]string{"Fragment", "Sentinel", "WindowAck"}
 
-// String returns the message type's name as the notes spell it.
+// String returns the message type's name as docs/protocols/porous.md spells it.
 func (t MessageType) String() string {
 	if int(t) < len(messageNames) {
 		return messageNames[t]
@@ -91,7 +91,7 @@ func (t MessageType) String() string {
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }
 
-// Message is one message of a Data frame (notes §1.2).
+// Message is one message of a Data frame (docs/protocols/porous.md §1.2).
 type Message struct {
 	Type MessageType
 	// Channel is the 0-based channel ID.
@@ -122,7 +122,7 @@ func (m *Message) Len() int {
 	return WindowAckSize
 }
 
-// Frame is one POROUS frame, the content of one datagram (notes §1.1).
+// Frame is one POROUS frame, the content of one datagram (docs/protocols/porous.md §1.1).
 // Only the fields of its Type are meaningful; Decode zeroes the others
 // (Messages and Acks keep their storage, with length 0).
 type Frame struct {
@@ -142,7 +142,7 @@ type Frame struct {
 	// Seq is the frame sequence number (Data).
 	Seq uint32
 	// Messages are the Data frame's messages, at most 65535; none makes a
-	// sentinel frame (notes §3.3).
+	// sentinel frame (docs/protocols/porous.md §3.3).
 	Messages []Message
 	// Acks are the acknowledged frame sequence numbers (DataAck), at most
 	// 65535 on the wire and MaxAcks within MaxFrameSize.
@@ -251,7 +251,7 @@ var (
 )
 
 // Decode parses datagram b into f, reusing f's Messages and Acks storage,
-// with the reference's strict rules (notes §1): fixed-size frames must
+// with the reference's strict rules (docs/protocols/porous.md §1): fixed-size frames must
 // have exactly their size, a Data frame must hold exactly msg_count
 // well-formed messages, DataAck exactly 3 + 4·count bytes. A datagram
 // longer than MaxFrameSize is refused: the reference reads into a

@@ -17,7 +17,7 @@ func IsOpening(p []byte) bool {
 //   - its own Connect (version, channel count, no bandwidth limit, nonce
 //     0: no session is offered), which tells the peer what this end
 //     speaks; a connecting peer, the reference included, gives up at once
-//     on a Connect it is incompatible with (notes §3.2), and a Session
+//     on a Connect it is incompatible with (docs/protocols/porous.md §3.2), and a Session
 //     ends with engine.ErrIncompatible;
 //   - then a Disconnect, so that a compatible peer whose address a
 //     spoofed Connect carried ends its handshake (engine.ErrPeerClosed)

@@ -17,12 +17,12 @@ var (
 )
 
 // HandleDatagram processes one datagram received at now, as the peer
-// state of notes §3.1 dictates; frames a state ignores are ignored
+// state of docs/protocols/porous.md §3.1 dictates; frames a state ignores are ignored
 // silently. It returns:
 //   - an error wrapping engine.ErrMalformed if p does not decode (see
 //     Decode);
 //   - an error wrapping engine.ErrRejected for a Data frame outside the
-//     receive window (notes §3.4), for a Data frame dropped unacknowledged
+//     receive window (docs/protocols/porous.md §3.4), for a Data frame dropped unacknowledged
 //     because the receive buffers are full, and, with Config.Accept,
 //     for anything before a compatible Connect (then also wrapping
 //     engine.ErrMalformed or engine.ErrIncompatible when that is why);
@@ -168,7 +168,7 @@ func (s *Session) pushCtl(t FrameType, v uint32) {
 }
 
 // tryConnect enters Connected once both handshake conditions hold
-// (notes §3.2): frame numbering starts at the peer's nonce, the receive
+// (docs/protocols/porous.md §3.2): frame numbering starts at the peer's nonce, the receive
 // base at ours, the send rate limit is the smaller of ours and the peer's
 // receive limit, and the first Ping is due at once.
 func (s *Session) tryConnect() {
@@ -195,7 +195,7 @@ func (s *Session) acceptClose() {
 }
 
 // peerDisconnect answers the peer's Disconnect and enters TIME-WAIT
-// (notes §3.8), ending later with err. The peer has closed from now on
+// (docs/protocols/porous.md §3.8), ending later with err. The peer has closed from now on
 // (see PeerClosed).
 func (s *Session) peerDisconnect(err error) {
 	s.pushCtl(FrameDisconnectAck, 0)
@@ -211,7 +211,7 @@ func (s *Session) peerDisconnect(err error) {
 // answering its repeats.
 func (s *Session) timeWait() time.Duration { return max(2*s.rto(), MinTimeWait) }
 
-// enterDisconnecting starts sending Disconnect (notes §3.8).
+// enterDisconnecting starts sending Disconnect (docs/protocols/porous.md §3.8).
 func (s *Session) enterDisconnecting() {
 	s.st = stDisconnecting
 	s.discAt = s.now
@@ -222,7 +222,7 @@ func (s *Session) enterDisconnecting() {
 // nonce, that arrives while connected may come from a blind attacker
 // spoofing the peer's address. Before acting on it the session sends a
 // Ping: a live session answers it (PingAck); a peer that is disconnecting,
-// or a restarted one still connecting, ignores Pings (notes §3.1). Only
+// or a restarted one still connecting, ignores Pings (docs/protocols/porous.md §3.1). Only
 // when no answer comes within an RTO (at least engine.ChallengeMin) is
 // the announcement taken: the Disconnect answered, the restart adopted or
 // refused. Until then it is ignored, and it must come again (the peer
@@ -290,7 +290,7 @@ func (s *Session) challengeExpired() {
 // datagram; the PingAck that refutes a spoofed Disconnect is unchanged.
 //
 // Why the reference is unaffected: it sends Ping only while connected,
-// where it ignores ConnectAck (notes §3.1); a ConnectAck for another
+// where it ignores ConnectAck (docs/protocols/porous.md §3.1); a ConnectAck for another
 // nonce ends only a connecting peer, which sends no Ping.
 func closeProof(nonce uint32, ping uint16) uint32 { return nonce ^ (uint32(ping) + 1) }
 
@@ -306,7 +306,7 @@ func (s *Session) closeProven(nonce uint32) {
 
 // PeerClosed reports whether the peer's Disconnect has been taken:
 // nothing more will be delivered (a peer disconnects once its frames are
-// acknowledged, notes §3.8, so what it sent is already in Recv's queue).
+// acknowledged, docs/protocols/porous.md §3.8, so what it sent is already in Recv's queue).
 // A reader can be told at once, while the session stays in TIME-WAIT to
 // answer the peer's repeats and reaches StateClosed only after it. err
 // is what Err will then report: nil, or an error wrapping
@@ -354,7 +354,7 @@ func (s *Session) trim() {
 }
 
 // onPingAck takes an RTT sample from the answer to an outstanding ping no
-// older than 3 s (notes §3.7).
+// older than 3 s (docs/protocols/porous.md §3.7).
 func (s *Session) onPingAck(id uint16) {
 	r := &s.pings[int(id)%maxPings]
 	if !r.ok || r.id != id {

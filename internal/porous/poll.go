@@ -11,7 +11,7 @@ import (
 // returns 0. buf must hold at least MaxFrameSize bytes; with a shorter buf
 // nothing is written.
 //
-// Frames leave in the reference's flush order (notes §3.1): queued
+// Frames leave in the reference's flush order (docs/protocols/porous.md §3.1): queued
 // control frames (Connect, ConnectAck, Ping, PingAck, Disconnect,
 // DisconnectAck) in the order they were queued, then, only while
 // connected, DataAcks for every frame accepted since the previous one,
@@ -65,7 +65,7 @@ func (s *Session) next(buf []byte) int {
 }
 
 // flushed reports whether everything queued was sent and acknowledged,
-// which a graceful close waits for (notes §3.8).
+// which a graceful close waits for (docs/protocols/porous.md §3.8).
 func (s *Session) flushed() bool {
 	return s.pending == 0 && s.ring.n == 0 && s.active[High].Len() == 0 && s.active[Low].Len() == 0
 }

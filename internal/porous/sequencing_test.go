@@ -142,7 +142,7 @@ func TestFragments(t *testing.T) {
 
 // TestFigure8WindowAck: consuming packet 2047 moves the base across 2048
 // and the receiver sends WindowAck(2047), reliably; only the newest
-// pending one is sent (paper Figure 8, notes §3.6).
+// pending one is sent (paper Figure 8, docs/protocols/porous.md §3.6).
 func TestFigure8WindowAck(t *testing.T) {
 	p := newFakePeer(t, Config{})
 	for i := 0; i < 2047; i += 100 {
@@ -189,7 +189,7 @@ func TestFigure9Sentinels(t *testing.T) {
 }
 
 // TestFigure6ReceiveWindow: the receive window [i_b − 32768, i_b + 32768)
-// (paper Figure 6, notes §3.4).
+// (paper Figure 6, docs/protocols/porous.md §3.4).
 func TestFigure6ReceiveWindow(t *testing.T) {
 	p := newFakePeer(t, Config{})
 	s := p.s
@@ -256,7 +256,7 @@ func TestDataAckRepeats(t *testing.T) {
 	require.Equal(t, newIDs, fs[0].Acks[1:], "the second DataAck's new IDs, once more")
 }
 
-// TestSenderLeads: dependent_lead on the wire (notes §1.2, paper Figure
+// TestSenderLeads: dependent_lead on the wire (docs/protocols/porous.md §1.2, paper Figure
 // 10): the distance to the last Reliable packet of the channel; Passive
 // and Unreliable packets never become dependencies; 0 from 65536 on.
 func TestSenderLeads(t *testing.T) {
@@ -283,7 +283,7 @@ func TestSenderLeads(t *testing.T) {
 
 // TestSenderSentinelAndWindow: an Unreliable packet numbered ≡ 2047 (mod
 // 2048) is followed by a reliable Sentinel; packets beyond the send
-// window wait for a WindowAck (notes §3.5).
+// window wait for a WindowAck (docs/protocols/porous.md §3.5).
 func TestSenderSentinelAndWindow(t *testing.T) {
 	p := newFakePeer(t, Config{})
 	c := &p.s.txch[0]
@@ -314,7 +314,7 @@ func TestSenderSentinelAndWindow(t *testing.T) {
 
 // TestResendRules: a mixed frame is resent with its reliable messages
 // only, same frame_seq; an unreliable frame is forgotten; DataAcks with
-// repeated IDs count each frame once (notes §3.3, §4 bug 1).
+// repeated IDs count each frame once (docs/protocols/porous.md §3.3, §4 bug 1).
 func TestResendRules(t *testing.T) {
 	p := newFakePeer(t, Config{})
 	s := p.s
@@ -350,7 +350,7 @@ func TestResendRules(t *testing.T) {
 }
 
 // TestSentinelFrame: a lost unreliable frame with frame_seq ≡ 16383 (mod
-// 16384) is resent empty until acknowledged (paper eq. 4, notes §3.3).
+// 16384) is resent empty until acknowledged (paper eq. 4, docs/protocols/porous.md §3.3).
 func TestSentinelFrame(t *testing.T) {
 	cfgB := Config{Nonce: 0x00013fff}
 	a := newSession(t, epoch, Config{Nonce: nonceA})

@@ -13,7 +13,7 @@ var (
 	_ engine.PeerCloser = (*Session)(nil)
 )
 
-// peerState is the reference's peer state (paper §2.2, notes §3.1).
+// peerState is the reference's peer state (paper §2.2, docs/protocols/porous.md §3.1).
 type peerState uint8
 
 const (
@@ -24,7 +24,7 @@ const (
 	stZombie                  // over: StateClosed
 )
 
-// RTO bounds. The reference has no minimum and no back-off (notes §3.3);
+// RTO bounds. The reference has no minimum and no back-off (docs/protocols/porous.md §3.3);
 // these are local choices, invisible on the wire.
 const (
 	// MinRTO is the floor of the retransmission timeout, so that a
@@ -34,7 +34,7 @@ const (
 	// MaxRTO caps the back-off of the retransmission timeout.
 	MaxRTO = 3 * time.Second
 	// initialSRTT and initialRTO follow the reference: srtt 200 ms,
-	// rttvar 100 ms until the first sample (notes §2 row 8).
+	// rttvar 100 ms until the first sample (docs/protocols/porous.md §2 row 8).
 	initialSRTT = 200 * time.Millisecond
 	initialRTO  = initialSRTT + 4*initialSRTT/2
 )
@@ -50,7 +50,7 @@ const (
 	entryCost    = 64               // bytes charged per queued or delivered packet
 )
 
-// ctlFrame is a control frame waiting to be sent (notes §3.1: Connect,
+// ctlFrame is a control frame waiting to be sent (docs/protocols/porous.md §3.1: Connect,
 // ConnectAck, Ping, PingAck, Disconnect, DisconnectAck), in the order the
 // reference flushes them: the order they were queued in.
 type ctlFrame struct {
@@ -77,7 +77,7 @@ type Session struct {
 	closing bool // Close was called
 	closeAt time.Time
 
-	// Handshake (notes §3.2).
+	// Handshake (docs/protocols/porous.md §3.2).
 	accepted   bool // Config.Accept: a compatible Connect was seen
 	ourAcked   bool // the peer acknowledged our Connect
 	gotConnect bool // a compatible Connect of the peer arrived
@@ -98,14 +98,14 @@ type Session struct {
 
 	ctl engine.FIFO[ctlFrame]
 
-	// Ping and RTT (notes §3.7).
+	// Ping and RTT (docs/protocols/porous.md §3.7).
 	pingID  uint16
 	pingAt  time.Time // next ping due
 	pings   [maxPings]pingRec
 	rtt     engine.RTT
 	backoff uint8 // RTO doublings since the last acknowledgement
 
-	// Transfer layer, sending (notes §3.3).
+	// Transfer layer, sending (docs/protocols/porous.md §3.3).
 	ring      txRing
 	nextSeq   uint32
 	cc        *congestion.Controller
@@ -115,13 +115,13 @@ type Session struct {
 	unstamped []*outPacket          // Unreliable packets queued since the last Poll
 	unrel     []sentMsg             // scratch: unreliable messages of the frame being built
 
-	// Transfer layer, receiving (notes §3.4).
+	// Transfer layer, receiving (docs/protocols/porous.md §3.4).
 	ib        uint32
 	ackq      []uint32
 	ackSorted bool
 	lastAcks  []uint32 // the new IDs of the previous DataAck, listed again in the next
 
-	// Sequencing layer (notes §3.5, §3.6).
+	// Sequencing layer (docs/protocols/porous.md §3.5, §3.6).
 	txch      []txChannel
 	rxch      []rxChannel
 	rxBytes   int // reassembly memory charged (receive queues)
@@ -201,7 +201,7 @@ func (s *Session) setNow(now time.Time) {
 }
 
 // Send queues a copy of p as one packet on channel opt.Channel in mode
-// opt.Delivery (notes §3.5): Reliable packets are resent until
+// opt.Delivery (docs/protocols/porous.md §3.5): Reliable packets are resent until
 // acknowledged and delay later packets of their channel until delivered;
 // Passive packets are resent until acknowledged but may be skipped;
 // Unreliable packets are sent once. Packets of a channel are delivered in
@@ -231,7 +231,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 }
 
 // Recv returns the next delivered packet. Channel is set; Reliable is
-// false because the send mode is not on the wire (notes §1.2).
+// false because the send mode is not on the wire (docs/protocols/porous.md §1.2).
 func (s *Session) Recv() (engine.Message, bool) {
 	m, ok := s.recv.Take()
 	if ok {
@@ -267,7 +267,7 @@ func (s *Session) Held() int {
 	return n
 }
 
-// Close begins a graceful close at now (notes §3.8). Send is refused from
+// Close begins a graceful close at now (docs/protocols/porous.md §3.8). Send is refused from
 // then on. A session that has nothing pending and has not seen the peer's
 // Connect closes at once. Otherwise it enters StateClosing: the handshake,
 // if incomplete, goes on; queued packets are sent and acknowledged; then
@@ -392,7 +392,7 @@ func (s *Session) lingerError() error {
 
 // rto is the retransmission timeout: srtt + max(4·rttvar, srtt/2, 1 ms),
 // doubled per back-off, within [MinRTO, MaxRTO]; 600 ms before the first
-// RTT sample (notes §2 row 8). The reference uses srtt + max(step time,
+// RTT sample (docs/protocols/porous.md §2 row 8). The reference uses srtt + max(step time,
 // 4·rttvar): its step time (about 15 ms) gives it headroom that a
 // continuously driven engine lacks, so srtt/2 stands in for it, letting
 // the RTT grow by half (a queue building at a bottleneck, frames of one

@@ -8,14 +8,14 @@ import (
 	"github.com/rudpkit/rudp/internal/congestion"
 )
 
-// Transfer-layer constants (notes §3.3, §3.4, §6).
+// Transfer-layer constants (docs/protocols/porous.md §3.3, §3.4, §6).
 const (
 	// TransferWindow is N_P: a new frame is only created while fewer than
 	// 32768 sequence numbers separate it from the oldest unacknowledged
-	// frame (paper eq. 1; the reference's value, notes §2 row 1).
+	// frame (paper eq. 1; the reference's value, docs/protocols/porous.md §2 row 1).
 	TransferWindow = 32768
 	// SentinelFrameSpacing is S: a lost unreliable frame whose frame_seq
-	// is ≡ S − 1 (mod S) is resent empty (paper eq. 4; notes §2 row 2).
+	// is ≡ S − 1 (mod S) is resent empty (paper eq. 4; docs/protocols/porous.md §2 row 2).
 	SentinelFrameSpacing = 16384
 )
 
@@ -127,7 +127,7 @@ func (r *txRing) popDone() {
 	}
 }
 
-// writeData writes the next Data frame into buf (notes §3.3): first a lost
+// writeData writes the next Data frame into buf (docs/protocols/porous.md §3.3): first a lost
 // frame due for its resend, else a new frame assembled from the queues. It
 // returns 0 when the congestion or transfer window allows neither.
 func (s *Session) writeData(buf []byte) int {
@@ -182,7 +182,7 @@ func (s *Session) writeData(buf []byte) int {
 	return n
 }
 
-// encode writes f with its reliable messages first, then unrel (notes §2
+// encode writes f with its reliable messages first, then unrel (docs/protocols/porous.md §2
 // row 20), and returns the frame's size.
 func (s *Session) encode(buf []byte, f *txFrame, unrel []sentMsg) int {
 	b := append(buf[:0], byte(FrameData))
@@ -253,7 +253,7 @@ func (s *Session) dataAt() (time.Time, bool) {
 
 // onDataAck removes the acknowledged frames from the transfer queue;
 // unknown, repeated and already acknowledged IDs are ignored, so each
-// frame counts once (notes §4 bug 1). A frame sent once gives an RTT
+// frame counts once (docs/protocols/porous.md §4 bug 1). A frame sent once gives an RTT
 // sample (Karn's rule). The controller then learns what was delivered,
 // and which frames the acknowledgement shows lost (RACK).
 func (s *Session) onDataAck(acks []uint32) {
@@ -308,7 +308,7 @@ func (s *Session) updateCC(sample time.Duration) {
 
 // detectLosses declares lost the frames in flight whose RTO ran out since
 // their last transmission, or that RACK shows lost (a frame sent after
-// them was acknowledged and a reordering window passed; notes §3.3 uses
+// them was acknowledged and a reordering window passed; docs/protocols/porous.md §3.3 uses
 // the timeout only, as does the AIMD controller): a frame with reliable
 // messages waits for its resend, stripped of its unreliable ones; an
 // unreliable frame is forgotten, unless its frame_seq is ≡ 16383 (mod
@@ -367,7 +367,7 @@ func (s *Session) lossAt() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// handleData applies a Data frame received while connected (notes §3.4):
+// handleData applies a Data frame received while connected (docs/protocols/porous.md §3.4):
 // outside the receive window [i_b − 32768, i_b + 32768) it is refused;
 // otherwise it is queued for acknowledgement, duplicates included, and
 // its messages go to their channels. A frame is refused unacknowledged
@@ -396,7 +396,7 @@ func (s *Session) handleData(f *Frame) error {
 	for i := range f.Messages {
 		m := &f.Messages[i]
 		if int(m.Channel) >= s.cfg.Channels {
-			continue // ignored, the frame is still acknowledged (notes §1.2)
+			continue // ignored, the frame is still acknowledged (docs/protocols/porous.md §1.2)
 		}
 		switch m.Type {
 		case MsgFragment:
@@ -412,11 +412,11 @@ func (s *Session) handleData(f *Frame) error {
 }
 
 // writeDataAck writes one DataAck with up to MaxAcks of the frame IDs
-// waiting, each listed once (notes §4 bug 1), or returns 0. Unless
+// waiting, each listed once (docs/protocols/porous.md §4 bug 1), or returns 0. Unless
 // Config.AckOnce is set, the IDs of the previous DataAck are listed again
 // after the new ones (as room allows), so that losing one DataAck does
 // not make the peer resend what arrived; a reference peer ignores an ID
-// whose frame it no longer holds (notes §3.3), and the bug of notes §4
+// whose frame it no longer holds (docs/protocols/porous.md §3.3), and the bug of docs/protocols/porous.md §4
 // concerns repeats within one DataAck only.
 func (s *Session) writeDataAck(buf []byte) int {
 	if len(s.ackq) == 0 {

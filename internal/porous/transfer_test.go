@@ -306,7 +306,7 @@ func TestDataAckKarn(t *testing.T) {
 }
 
 // TestDataAckRepeatedIDs: a DataAck may list an ID twice (the reference
-// sends such DataAcks, notes §4 bug 1) and a later DataAck may list it
+// sends such DataAcks, docs/protocols/porous.md §4 bug 1) and a later DataAck may list it
 // again (this package repeats the previous DataAck's IDs). Each frame
 // counts once: its bytes leave the flight once and are delivered once
 // (package doc, DataAck).

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The vector file is a copy of /work/shared/vectors/porous.json: two
+// testdata/porous.json holds the bytes the reference produced: two
 // captures between instances of the reference, lowquark/uflow @ dde0da6.
 
 type vecFile struct {
@@ -153,7 +153,7 @@ func TestVectorsDecode(t *testing.T) {
 // TestDecodeStrict: frames decode to exactly their fields and re-encode
 // byte for byte; each malformed frame, most a one-byte change of a good
 // one, is refused with the error that names its fault, wrapping
-// engine.ErrMalformed (notes §1: fixed-size frames have exactly their
+// engine.ErrMalformed (docs/protocols/porous.md §1: fixed-size frames have exactly their
 // size, a Data frame exactly msg_count well-formed messages, a DataAck
 // exactly 3 + 4·count bytes).
 func TestDecodeStrict(t *testing.T) {
