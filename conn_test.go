@@ -201,7 +201,11 @@ func TestListenerCloseResetsUnaccepted(t *testing.T) {
 	c := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
 	defer c.Close()
 	require.NoError(t, c.Handshake(context.Background()))
-	require.Eventually(t, func() bool { return len(ln.q.queue) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		ln.q.mu.Lock()
+		defer ln.q.mu.Unlock()
+		return len(ln.q.queue) == 1
+	}, 5*time.Second, time.Millisecond)
 	require.NoError(t, ln.Close())
 	_, err := c.Read(make([]byte, 1))
 	require.ErrorIs(t, err, ErrReset)
