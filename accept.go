@@ -139,17 +139,18 @@ func (q *acceptQueue[T]) accept() (T, error) {
 }
 
 // close stops accepting and returns the peers that were ready and never
-// accepted.
-func (q *acceptQueue[T]) close() (unaccepted []T, ok bool) {
+// accepted, and those still half-open.
+func (q *acceptQueue[T]) close() (unaccepted, halfOpen []T, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, false
+		return nil, nil, false
 	}
 	q.closed = true
 	close(q.done)
 	unaccepted, q.queue = q.queue, nil
-	return unaccepted, true
+	halfOpen, q.pending = q.pending, nil
+	return unaccepted, halfOpen, true
 }
 
 // counts returns the openings refused and the peers evicted.

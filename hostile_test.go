@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -708,5 +709,34 @@ func TestIdleTrimThenTransfer(t *testing.T) {
 			require.NoError(t, c.CloseWrite())
 			require.NoError(t, <-errc)
 		})
+	}
+}
+
+// TestListenerCloseDropsHalfOpen: closing a listener ends at once the new
+// peers still in their handshake (a blind flood's, say), which could
+// never be accepted, instead of keeping them, their timers and the
+// socket until their handshake times out.
+func TestListenerCloseDropsHalfOpen(t *testing.T) {
+	for _, p := range streamProtocols {
+		open := openingOf(t, p)
+		ln := Server(udpSocket(t, nil, 0), &Config{Protocol: p})
+		blindFlood(t, &ln.listener, newAttackers(t, 3), open)
+		ln.q.mu.Lock()
+		halfOpen := slices.Clone(ln.q.pending)
+		ln.q.mu.Unlock()
+		require.Len(t, halfOpen, 3)
+		require.NoError(t, ln.Close())
+		for _, c := range halfOpen {
+			select {
+			case <-c.Done():
+			default:
+				t.Fatalf("%v: a half-open peer outlived its listener", p)
+			}
+		}
+		select {
+		case <-ln.ep.done: // the socket was closed: the reader stopped
+		case <-time.After(hangGuard):
+			t.Fatalf("%v: the listener's socket outlived it", p)
+		}
 	}
 }

@@ -30,8 +30,9 @@ type listener[T acceptable] struct {
 // Accept when the handshake completes. New peers in their handshake plus
 // conns waiting for Accept are bounded by Config.Backlog; datagrams from
 // further new peers are dropped until there is room. Closing the Listener
-// resets the conns never accepted; accepted conns live on, and the
-// PacketConn is closed when the last of them ends.
+// resets the conns never accepted and drops those still in their
+// handshake; accepted conns live on, and the PacketConn is closed when the
+// last of them ends.
 type Listener struct{ listener[*Conn] }
 
 var _ net.Listener = (*Listener)(nil)
@@ -126,20 +127,23 @@ func (l *listener[T]) accept() (T, error) {
 	return l.q.accept()
 }
 
-// Close stops accepting and resets the conns never accepted. Conns already
-// accepted are unaffected. It returns an error wrapping net.ErrClosed if
-// already closed.
+// Close stops accepting, resets the conns never accepted and drops the new
+// peers still in their handshake. Conns already accepted are unaffected.
+// It returns an error wrapping net.ErrClosed if already closed.
 func (l *listener[T]) Close() error {
 	if l.cfgErr != nil {
 		return l.ep.pc.Close()
 	}
-	unaccepted, ok := l.q.close()
+	unaccepted, halfOpen, ok := l.q.close()
 	if !ok {
 		return &net.OpError{Op: "close", Net: "rudp", Addr: l.Addr(), Err: errClosed}
 	}
 	l.ep.stopAccepting()
 	for _, c := range unaccepted {
 		c.base().expire(resetRefused, ErrReset, func() bool { return true })
+	}
+	for _, c := range halfOpen {
+		c.base().evict() // could never be accepted now; silently, as it may be spoofed
 	}
 	l.ep.release()
 	return nil

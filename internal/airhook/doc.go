@@ -40,6 +40,11 @@
 //     octet repeats its previous one, so it confirms nothing new; a header
 //     repeat when the sequence window is short. The reference has no
 //     keepalive (airproxy forces a header repeat after 60 s).
+//   - Idle timeout (Config.IdleTimeout): a packet older than the newest
+//     one accepted is counted (Stats.Duplicates) but does not reset it,
+//     so that a session whose sequence window a forged or corrupted
+//     packet moved ahead of the peer's (all the peer's packets then look
+//     old) ends with engine.ErrIdleTimeout instead of stalling.
 //   - Answering probes: a session answers at once a new packet that
 //     carries no message, no missed list, no gap and no new confirmation,
 //     which is what such a keepalive looks like. The reference confirms

@@ -57,7 +57,13 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			return errUnknownSession
 		}
 		if p.Seq != s.lastAccepted && engine.Within16(p.Seq, s.lastAccepted-255, s.lastAccepted) {
-			s.received(now, n)
+			// Counted, but not as a sign of life: if a forged or corrupted
+			// packet has moved lastAccepted ahead of the peer's numbers,
+			// the peer's packets all look old, and the session must then
+			// reach its idle timeout rather than stall unnoticed.
+			s.now = now
+			s.stats.PacketsReceived++
+			s.stats.BytesReceived += uint64(n)
 			s.stats.Duplicates++
 			return nil
 		}

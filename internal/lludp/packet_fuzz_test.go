@@ -84,7 +84,9 @@ func FuzzZeroCode(f *testing.F) {
 	})
 }
 
-// checkInvariants verifies the bookkeeping of s.
+// checkInvariants verifies the bookkeeping of s. It checks with plain
+// comparisons, not require: the session fuzzer runs it after every
+// record, for both sessions.
 func checkInvariants(t *testing.T, s *Session) {
 	t.Helper()
 	n := s.queue.Len()
@@ -92,9 +94,14 @@ func checkInvariants(t *testing.T, s *Session) {
 	for st, l := range []*msgList{&s.resend, &s.suspect, &s.lost} {
 		for m := l.head; m != nil; m = m.next {
 			listed++
-			require.Same(t, m, s.unacked[m.seq])
-			require.Equal(t, msgState(st), m.list)
-			require.Equal(t, m.list == inFlight, m.pkt.InFlight(), "in flight until acknowledged or found lost")
+			switch {
+			case s.unacked[m.seq] != m:
+				t.Fatalf("datagram %d listed but not unacked", m.seq)
+			case m.list != msgState(st):
+				t.Fatalf("datagram %d on list %d says %d", m.seq, st, m.list)
+			case (m.list == inFlight) != m.pkt.InFlight():
+				t.Fatalf("datagram %d: in flight until acknowledged or found lost", m.seq)
+			}
 			if m.pkt.InFlight() {
 				flight += m.pkt.Size
 			}
@@ -103,14 +110,18 @@ func checkInvariants(t *testing.T, s *Session) {
 			}
 		}
 	}
-	require.Equal(t, len(s.unacked), listed, "every unacked datagram is on a list")
-	require.Equal(t, flight, s.cc.InFlight())
-	require.Equal(t, s.pending, n, "every pending message is queued or unacked")
-	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
-	require.LessOrEqual(t, s.acks.len(), maxPendingAcks)
-	require.LessOrEqual(t, s.nPongs, maxPongs)
-	require.LessOrEqual(t, s.recv.Len(), MaxRecvQueue)
-	require.LessOrEqual(t, s.state, engine.StateClosed)
+	switch {
+	case len(s.unacked) != listed:
+		t.Fatalf("%d unacked, %d listed: every unacked datagram is on a list", len(s.unacked), listed)
+	case flight != s.cc.InFlight():
+		t.Fatalf("%d bytes in flight, the controller counts %d", flight, s.cc.InFlight())
+	case s.pending != n:
+		t.Fatalf("pending %d, %d queued or unacked", s.pending, n)
+	case s.pending > s.cfg.MaxQueued || s.acks.len() > maxPendingAcks || s.nPongs > maxPongs ||
+		s.recv.Len() > MaxRecvQueue || s.state > engine.StateClosed:
+		t.Fatalf("out of bounds: pending %d, acks %d, pongs %d, received %d, state %v",
+			s.pending, s.acks.len(), s.nPongs, s.recv.Len(), s.state)
+	}
 }
 
 // pollChecked polls s until nothing is due, checking every datagram.

@@ -53,15 +53,12 @@ func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
 	})
 }
 
-// FuzzPOROUSSession feeds arbitrary datagrams to a connected session with
-// packets of every mode in flight on three channels, checking its
-// bookkeeping, its memory bounds and its deadline after each one.
-func FuzzPOROUSSession(f *testing.F) {
-	var seed []byte
-	for _, b := range allVectorFrames(f) {
-		seed = append(seed, fuzzRecord(1, b)...)
+// sessionInputs returns inputs of FuzzPOROUSSession: one record per
+// vector frame, and crafted exchanges.
+func sessionInputs(t testing.TB) (inputs [][]byte) {
+	for _, b := range allVectorFrames(t) {
+		inputs = append(inputs, fuzzRecord(1, b))
 	}
-	f.Add(seed)
 	data := func(msgs ...Message) []byte {
 		fr := Frame{Type: FrameData, Messages: msgs}
 		return fr.AppendTo(nil)
@@ -74,10 +71,37 @@ func FuzzPOROUSSession(f *testing.F) {
 	s2 = append(s2, fuzzRecord(10, []byte(dataAckHex(nonceB, nonceB+1, nonceB+1, nonceB+2)))...)
 	s2 = append(s2, fuzzRecord(31|fzRecv, []byte{byte(FramePing), 0, 7})...)
 	s2 = append(s2, fuzzRecord(31, []byte{byte(FramePingAck), 0, 1})...)
-	f.Add(s2)
-	f.Add(append(fuzzRecord(fzRelSeq, data(hugeLast(0, 5, 0xffff), hugeLast(0, 4, 7), sentinel(0, 0xffffff, 3))), fuzzRecord(2, []byte{byte(FrameDisconnect)})...))
+	inputs = append(inputs, s2)
+	return append(inputs, append(fuzzRecord(fzRelSeq, data(hugeLast(0, 5, 0xffff), hugeLast(0, 4, 7), sentinel(0, 0xffffff, 3))), fuzzRecord(2, []byte{byte(FrameDisconnect)})...))
+}
 
-	f.Fuzz(fuzzSession)
+// maxSeed is the longest input FuzzPOROUSSession reads (the rest is
+// ignored) and the longest seed. The fuzzer minimizes every input it finds
+// interesting, in a number of runs that grows with the square of its
+// length: with inputs grown to a kilobyte or more it would minimize for
+// minutes and hardly fuzz. Longer inputs run in TestPOROUSSessionInputs.
+const maxSeed = 256
+
+// FuzzPOROUSSession feeds arbitrary datagrams to a connected session with
+// packets of every mode in flight on three channels, checking its
+// bookkeeping, its memory bounds and its deadline after each one.
+func FuzzPOROUSSession(f *testing.F) {
+	for _, in := range sessionInputs(f) {
+		if len(in) <= maxSeed {
+			f.Add(in)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzSession(t, b[:min(len(b), maxSeed)]) })
+}
+
+// TestPOROUSSessionInputs runs the inputs of FuzzPOROUSSession too long
+// to seed it.
+func TestPOROUSSessionInputs(t *testing.T) {
+	for _, in := range sessionInputs(t) {
+		if len(in) > maxSeed {
+			fuzzSession(t, in)
+		}
+	}
 }
 
 // fuzzSession is the body of FuzzPOROUSSession.
@@ -85,7 +109,7 @@ func fuzzSession(t *testing.T, b []byte) {
 	{
 		// A short Linger bounds the close at the end: a silent peer makes
 		// the session resend everything until it runs out.
-		s, _ := connected(t, Config{Channels: 3, MaxPacket: 8 * FragmentSize, MaxQueued: 64, Linger: time.Second}, Config{Channels: 3})
+		s, _ := connected(t, Config{Channels: 3, MaxPacket: 8 * FragmentSize, MaxQueued: 64, Linger: 200 * time.Millisecond}, Config{Channels: 3})
 		now := at(3)
 		buf := make([]byte, MaxFrameSize)
 		k := 0

@@ -33,27 +33,38 @@ func testPacket(ch uint8, i int, maxSize int) []byte {
 	return p
 }
 
-// checkInvariants verifies the bookkeeping of s.
+// checkInvariants verifies the bookkeeping of s. It checks with plain
+// comparisons, not require: the session fuzzer runs it twice per record.
 func checkInvariants(t testing.TB, s *Session) {
 	t.Helper()
-	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
-	require.GreaterOrEqual(t, s.pending, 0)
-	require.GreaterOrEqual(t, s.pendBytes, 0)
-	require.GreaterOrEqual(t, s.cc.InFlight(), 0)
-	require.LessOrEqual(t, s.ring.n, TransferWindow)
-	require.GreaterOrEqual(t, s.cc.Window(), MaxFrameSize)
-	require.LessOrEqual(t, len(s.ackq), maxAckQueue)
-	require.LessOrEqual(t, s.ctl.Len(), maxControl)
+	switch {
+	case s.pending < 0 || s.pending > s.cfg.MaxQueued:
+		t.Fatalf("pending %d of %d", s.pending, s.cfg.MaxQueued)
+	case s.pendBytes < 0 || s.cc.InFlight() < 0:
+		t.Fatalf("pending bytes %d, in flight %d", s.pendBytes, s.cc.InFlight())
+	case s.ring.n > TransferWindow:
+		t.Fatalf("%d frames in the transfer queue", s.ring.n)
+	case s.cc.Window() < MaxFrameSize:
+		t.Fatalf("congestion window %d", s.cc.Window())
+	case len(s.ackq) > maxAckQueue || s.ctl.Len() > maxControl:
+		t.Fatalf("%d acks and %d control frames queued", len(s.ackq), s.ctl.Len())
+	}
 	flight := 0
 	for i := range s.ring.n {
 		f := &s.ring.slots[(s.ring.head+i)&(len(s.ring.slots)-1)]
-		require.Equal(t, s.ring.base+uint32(i), f.seq)
+		if f.seq != s.ring.base+uint32(i) {
+			t.Fatalf("frame %d of the queue has seq %d, base %d", i, f.seq, s.ring.base)
+		}
 		if f.state == fsInFlight {
-			require.True(t, f.pkt.InFlight())
+			if !f.pkt.InFlight() {
+				t.Fatalf("frame %d in flight, not for the controller", f.seq)
+			}
 			flight += f.pkt.Size
 		}
 	}
-	require.Equal(t, flight, s.cc.InFlight())
+	if flight != s.cc.InFlight() {
+		t.Fatalf("%d bytes in flight, the controller counts %d", flight, s.cc.InFlight())
+	}
 	rx := 0
 	exempt := make([]int, len(s.rxch))
 	for ch, c := range s.rxch {
@@ -62,33 +73,48 @@ func checkInvariants(t testing.TB, s *Session) {
 			rx += entryCost + cap(e.buf)
 			exempt[ch] += e.exempt
 			n++
-			require.Less(t, (e.seq-c.base)&seqMask24, uint32(ChannelWindow))
+			if (e.seq-c.base)&seqMask24 >= uint32(ChannelWindow) {
+				t.Fatalf("channel %d holds seq %d, base %d", ch, e.seq, c.base)
+			}
 		})
-		require.Equal(t, c.n, n)
+		if c.n != n {
+			t.Fatalf("channel %d counts %d entries, holds %d", ch, c.n, n)
+		}
 		if c.pages != nil {
 			for _, pg := range c.pages {
 				if pg != nil {
 					rx += pageCost
 					exempt[ch] += pg.exempt
-					require.NotZero(t, pg.n)
+					if pg.n == 0 {
+						t.Fatalf("channel %d keeps an empty page", ch)
+					}
 				}
 			}
 		}
 	}
-	require.Equal(t, rx, s.rxBytes)
-	require.Equal(t, s.recv.Len(), s.recvCost.Len())
+	if rx != s.rxBytes {
+		t.Fatalf("receive memory %d, counted %d", rx, s.rxBytes)
+	}
+	if s.recv.Len() != s.recvCost.Len() {
+		t.Fatalf("%d messages received, %d costs", s.recv.Len(), s.recvCost.Len())
+	}
 	recv, msgs, costs := 0, s.recv.Clone(), s.recvCost.Clone()
 	for m, ok := msgs.Take(); ok; m, ok = msgs.Take() {
 		c, _ := costs.Take()
 		recv += c.n
 		exempt[m.Channel] += c.exempt
 	}
-	require.Equal(t, recv, s.recvBytes)
-	for ch, c := range s.rxch {
-		require.Equal(t, exempt[ch], c.exempt, "channel %d reserve", ch)
-		require.LessOrEqual(t, c.exempt, s.rxReserve())
+	if recv != s.recvBytes {
+		t.Fatalf("delivered memory %d, counted %d", recv, s.recvBytes)
 	}
-	require.LessOrEqual(t, s.rxBytes+s.recvBytes, s.rxLimit())
+	for ch, c := range s.rxch {
+		if exempt[ch] != c.exempt || c.exempt > s.rxReserve() {
+			t.Fatalf("channel %d reserve %d, counted %d, at most %d", ch, exempt[ch], c.exempt, s.rxReserve())
+		}
+	}
+	if s.rxBytes+s.recvBytes > s.rxLimit() {
+		t.Fatalf("receive memory %d+%d above %d", s.rxBytes, s.recvBytes, s.rxLimit())
+	}
 }
 
 // transfer sends n reliable packets each way on every channel over p and
