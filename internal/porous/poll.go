@@ -76,57 +76,108 @@ func (s *Session) sendsConnect() bool {
 	return s.st == stConnecting && !s.ourAcked && (!s.cfg.Accept || s.accepted)
 }
 
-// applyTimers runs the timers due at s.now: the handshake timeout, the
-// idle watchdog, Linger, TIME-WAIT, and the repeats of Connect, Ping and
-// Disconnect, and declares lost the frames whose RTO ran out.
-func (s *Session) applyTimers() {
-	now := s.now
-	idle := s.cfg.IdleTimeout > 0 && !now.Before(s.lastRx.Add(s.cfg.IdleTimeout))
-	linger := s.closing && !now.Before(s.closeAt.Add(s.cfg.Linger))
+// timer is one of the session's timers (see timers).
+type timer uint8
+
+const (
+	tIdle       timer = iota // the idle watchdog
+	tHandshake               // the handshake timeout
+	tLinger                  // Linger after Close
+	tConnect                 // the next Connect repeat
+	tChallenge               // the end of a challenge (see challenged)
+	tLoss                    // the RTO or RACK time of the oldest frame in flight (lossAt)
+	tPing                    // the next Ping
+	tDisconnect              // the next Disconnect repeat
+	tTimeWait                // the end of TIME-WAIT
+)
+
+// timers yields each running timer of the session and when it fires,
+// those that end the session first, in the order applyTimers fires them.
+// It is the one place both Deadline and applyTimers learn the timers
+// from, so that a Poll at the deadline always finds something due.
+func (s *Session) timers(yield func(timer, time.Time) bool) {
+	if s.cfg.IdleTimeout > 0 && s.st <= stDisconnecting && !yield(tIdle, s.lastRx.Add(s.cfg.IdleTimeout)) {
+		return
+	}
+	if s.st == stConnecting && s.cfg.HandshakeTimeout > 0 && !yield(tHandshake, s.created.Add(s.cfg.HandshakeTimeout)) {
+		return
+	}
+	if s.closing && s.st <= stDisconnecting && !yield(tLinger, s.closeAt.Add(s.cfg.Linger)) {
+		return
+	}
 	switch s.st {
 	case stConnecting:
-		switch {
-		case idle, s.cfg.HandshakeTimeout > 0 && !now.Before(s.created.Add(s.cfg.HandshakeTimeout)):
-			s.fail(engine.ErrHandshakeTimeout)
-		case linger:
-			s.fail(s.lingerError())
-			s.finalDisc = s.gotConnect
-		case s.sendsConnect() && !now.Before(s.connectAt):
-			s.pushCtl(FrameConnect, s.nonce)
-			s.connectAt = now.Add(ConnectInterval)
+		if s.sendsConnect() {
+			yield(tConnect, s.connectAt)
 		}
 	case stConnected:
-		switch {
-		case idle:
-			s.fail(engine.ErrIdleTimeout)
-		case linger:
-			s.fail(s.lingerError())
-			s.finalDisc = true
-		default:
-			if s.chalKind != challengeNone && !now.Before(s.chalUntil) {
-				s.challengeExpired()
-				if s.st != stConnected {
-					break // the challenged Disconnect was taken
-				}
-			}
-			s.detectLosses()
-			s.updateCC(0)
-			if !now.Before(s.pingAt) {
-				s.sendPing()
-			}
+		if s.chalKind != challengeNone && !yield(tChallenge, s.chalUntil) {
+			return
 		}
+		if t, ok := s.lossAt(); ok && !yield(tLoss, t) {
+			return
+		}
+		yield(tPing, s.pingAt)
 	case stDisconnecting:
-		switch {
-		case idle || linger:
-			s.fail(s.lingerError())
-		case !now.Before(s.discAt):
-			s.pushCtl(FrameDisconnect, 0)
-			s.discAt = now.Add(DisconnectInterval)
-		}
+		yield(tDisconnect, s.discAt)
 	case stDisconnected:
-		if !now.Before(s.twEnd) {
-			s.st = stZombie
+		yield(tTimeWait, s.twEnd)
+	}
+}
+
+// applyTimers fires, in the order timers lists them, the timers due at
+// s.now, and stops once one of them changed the session's state: the
+// handshake timeout, the idle watchdog and Linger end it, a challenge
+// that ran out may take the peer's Disconnect, TIME-WAIT ends in
+// StateClosed; Connect, Ping and Disconnect are queued again, and the
+// frames whose RTO ran out are declared lost.
+func (s *Session) applyTimers() {
+	st := s.st
+	for k, at := range s.timers {
+		if s.now.Before(at) {
+			continue
 		}
+		s.fire(k)
+		if s.st != st {
+			return
+		}
+	}
+}
+
+// fire runs timer k.
+func (s *Session) fire(k timer) {
+	switch k {
+	case tIdle:
+		switch s.st {
+		case stConnecting:
+			s.fail(engine.ErrHandshakeTimeout)
+		case stConnected:
+			s.fail(engine.ErrIdleTimeout)
+		default:
+			s.fail(s.lingerError())
+		}
+	case tHandshake:
+		s.fail(engine.ErrHandshakeTimeout)
+	case tLinger:
+		// One last Disconnect if the peer is connected.
+		final := s.st == stConnected || s.st == stConnecting && s.gotConnect
+		s.fail(s.lingerError())
+		s.finalDisc = final
+	case tConnect:
+		s.pushCtl(FrameConnect, s.nonce)
+		s.connectAt = s.now.Add(ConnectInterval)
+	case tChallenge:
+		s.challengeExpired()
+	case tLoss:
+		s.detectLosses()
+		s.updateCC(0)
+	case tPing:
+		s.sendPing()
+	case tDisconnect:
+		s.pushCtl(FrameDisconnect, 0)
+		s.discAt = s.now.Add(DisconnectInterval)
+	case tTimeWait:
+		s.st = stZombie
 	}
 }
 
@@ -145,56 +196,27 @@ func (s *Session) writeCtl(buf []byte, c ctlFrame) int {
 }
 
 // Deadline returns when Poll must next be called: s's latest time when a
-// frame is due at once, else the earliest of the frame timeouts and the
+// frame is due at once, else the earliest of the pacer's time for the
+// next Data frame and the timers (see timers): the frame timeouts, the
 // Connect, Ping and Disconnect repeats, the handshake timeout, the idle
-// watchdog, Linger and TIME-WAIT. It is zero in StateClosed. A caller
-// that polls at the deadline always makes progress: either a frame is
-// written or the deadline moves.
+// watchdog, Linger, a challenge and TIME-WAIT. It is zero in StateClosed.
+// A caller that polls at the deadline always makes progress: either a
+// frame is written or the deadline moves.
 func (s *Session) Deadline() time.Time {
 	if s.st == stZombie {
 		return time.Time{}
 	}
-	if s.ctl.Len() > 0 {
+	if s.ctl.Len() > 0 || s.st == stConnected && (len(s.ackq) > 0 || s.closing && s.flushed()) {
 		return s.now
 	}
 	var d time.Time
-	at := func(t time.Time) {
+	if s.st == stConnected {
+		d, _ = s.dataAt()
+	}
+	for _, t := range s.timers {
 		if d.IsZero() || t.Before(d) {
 			d = t
 		}
-	}
-	if s.cfg.IdleTimeout > 0 && s.st <= stDisconnecting {
-		at(s.lastRx.Add(s.cfg.IdleTimeout))
-	}
-	if s.closing && s.st <= stDisconnecting {
-		at(s.closeAt.Add(s.cfg.Linger))
-	}
-	switch s.st {
-	case stConnecting:
-		if s.cfg.HandshakeTimeout > 0 {
-			at(s.created.Add(s.cfg.HandshakeTimeout))
-		}
-		if s.sendsConnect() {
-			at(s.connectAt)
-		}
-	case stConnected:
-		if len(s.ackq) > 0 || s.closing && s.flushed() {
-			return s.now
-		}
-		if t, ok := s.dataAt(); ok {
-			at(t)
-		}
-		at(s.pingAt)
-		if t, ok := s.lossAt(); ok {
-			at(t)
-		}
-		if s.chalKind != challengeNone {
-			at(s.chalUntil)
-		}
-	case stDisconnecting:
-		at(s.discAt)
-	case stDisconnected:
-		at(s.twEnd)
 	}
 	return d
 }
