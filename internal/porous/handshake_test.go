@@ -232,15 +232,9 @@ func TestLingerTimeout(t *testing.T) {
 	a.Close(at(10))
 	require.Equal(t, []string{dataHex(nonceB, 0, 0, 0, "x")}, pollHex(t, a, at(10)))
 	// The peer is gone: resends and pings until Linger runs out.
-	for now := at(10); ; now = a.Deadline() {
-		require.False(t, now.After(at(2010)))
-		frames := pollHex(t, a, now)
-		if a.State() == engine.StateClosed {
-			require.Equal(t, at(2010), now)
-			require.Equal(t, []string{disconnectHex}, frames, "one last Disconnect")
-			break
-		}
-	}
+	end, frames := pollUntilClosed(t, a, at(10), at(2010))
+	require.Equal(t, at(2010), end)
+	require.Equal(t, []string{disconnectHex}, frames, "one last Disconnect")
 	require.ErrorIs(t, a.Err(), engine.ErrLingerTimeout)
 	require.Equal(t, 1, a.Pending())
 }
@@ -379,9 +373,7 @@ func TestChallengedDisconnect(t *testing.T) {
 	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
 	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
 	require.Equal(t, engine.StateClosing, a.State())
-	for now := at(10).Add(rto); a.State() != engine.StateClosed; now = a.Deadline() {
-		pollHex(t, a, now)
-	}
+	pollUntilClosed(t, a, at(10).Add(rto), at(10).Add(rto+maxTimeWait))
 	require.NoError(t, a.Err())
 }
 
@@ -439,19 +431,13 @@ func TestCloseProofMustMatch(t *testing.T) {
 
 func TestTimeouts(t *testing.T) {
 	s := newSession(t, epoch, Config{Nonce: nonceA, HandshakeTimeout: 3 * time.Second})
-	for now := at(0); s.State() != engine.StateClosed; now = s.Deadline() {
-		require.False(t, now.After(at(3000)))
-		pollHex(t, s, now)
-	}
+	pollUntilClosed(t, s, at(0), at(3000))
 	require.ErrorIs(t, s.Err(), engine.ErrHandshakeTimeout)
 
 	// Watchdog: reset by any frame; 20 s of silence end the session.
 	a, _ := connected(t, Config{}, Config{})
 	feedHex(t, a, at(5000), pingHex(9))
-	for now := at(5000); a.State() != engine.StateClosed; now = a.Deadline() {
-		require.False(t, now.After(at(25000)))
-		pollHex(t, a, now)
-	}
+	pollUntilClosed(t, a, at(5000), at(25000))
 	require.ErrorIs(t, a.Err(), engine.ErrIdleTimeout)
 	var te interface{ Timeout() bool }
 	require.ErrorAs(t, a.Err(), &te)

@@ -42,6 +42,30 @@ func pollHex(t testing.TB, s *Session, now time.Time) []string {
 	return nil
 }
 
+// maxDeadlineSteps bounds the loops that poll a session at its deadline,
+// so that a deadline at which Poll has nothing to do fails a test at once
+// instead of spinning it.
+const maxDeadlineSteps = 10_000
+
+// pollUntilClosed polls s at from, then at each of its deadlines, until it
+// reaches StateClosed, requiring that no poll comes after by. It returns
+// the time of the last poll and the frames that poll wrote; it fails
+// after maxDeadlineSteps polls.
+func pollUntilClosed(t testing.TB, s *Session, from, by time.Time) (time.Time, []string) {
+	t.Helper()
+	now := from
+	for range maxDeadlineSteps {
+		require.False(t, now.After(by), "polled at %v, after %v", now.Sub(epoch), by.Sub(epoch))
+		frames := pollHex(t, s, now)
+		if s.State() == engine.StateClosed {
+			return now, frames
+		}
+		now = s.Deadline()
+	}
+	t.Fatalf("still %v after %d polls at its deadline, at %v", s.State(), maxDeadlineSteps, now.Sub(epoch))
+	return now, nil
+}
+
 // feedHex hands hex frames to s at now, requiring no error.
 func feedHex(t testing.TB, s *Session, now time.Time, frames ...string) {
 	t.Helper()
