@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"bytes"
+	"testing"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
@@ -167,4 +168,23 @@ func drain[S engine.Engine](s S) {
 			return
 		}
 	}
+}
+
+// MaxScriptInput is the longest input a session fuzzer plays (the rest is
+// ignored). The fuzzer minimizes every input it finds interesting, in a
+// number of runs that grows with the square of its length: with inputs
+// grown to a kilobyte or more it would minimize for minutes and hardly
+// fuzz.
+const MaxScriptInput = 256
+
+// AddScriptSeeds seeds a session fuzzer: for each capture short enough, a
+// script that opens the association, injects the capture into B and sends
+// a message each way; and one script that runs every kind of record.
+func AddScriptSeeds(f *testing.F, captures [][]byte) {
+	for _, d := range captures {
+		if len(d) <= MaxScriptInput-18 {
+			f.Add(append(append([]byte{1, 50, 0, 0, 4 | 8, byte(len(d))}, d...), 2, 10, 0, 0, 2|8, 200, 0, 0, 1, 100, 0, 0))
+		}
+	}
+	f.Add([]byte{2, 255, 0, 0, 0, 0, 0, 0, 3, 1, 5, 0x80, 3 | 8, 2, 7, 1, 3 | 16, 3, 9, 0, 6, 2, 0, 0, 1, 200, 0, 0, 7, 0, 0, 0, 1, 30, 0, 0, 7, 0, 0, 0, 5, 0, 0, 0})
 }
