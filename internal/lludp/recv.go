@@ -79,7 +79,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		if s.retired(circuit) {
 			return errRetired // a late copy from before a restart
 		}
-		if !s.challenged(now, challengeRestart) {
+		if !s.challenged(now, engine.ChallengeRestart) {
 			return nil // the live circuit is asked first: see challenged
 		}
 		if s.cfg.RejectNewPeerSession {
@@ -152,7 +152,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			s.answered(p.Body[0])
 		}
 	case CloseCircuit:
-		if s.challenged(now, challengeClose) {
+		if s.challenged(now, engine.ChallengeClose) {
 			s.peerClosed()
 		}
 	case UseCircuitCode:
@@ -192,37 +192,29 @@ func (s *Session) peerClosed() {
 // is the announcement taken: the close at once (see Poll), the restart
 // with the next copy of its UseCircuitCode (the client resends it until
 // acknowledged). Until then
-// it is ignored, and one received while a challenge runs changes nothing.
-type challengeKind uint8
-
-const (
-	challengeNone challengeKind = iota
-	challengeClose
-	challengeRestart
-)
+// it is ignored, and one received while a challenge runs changes nothing
+// (engine.Challenge).
 
 // challenged reports whether an announcement of kind k may be acted on:
 // the circuit is not open, challenges are off, or a challenge of that kind
-// ran out unanswered. Otherwise it starts one, if none is running.
-func (s *Session) challenged(now time.Time, k challengeKind) bool {
-	switch {
-	case s.cfg.NoChallenge || s.state != engine.StateEstablished || s.chalPassed == k:
+// ran out unanswered. Otherwise it starts one, if none is running: the
+// next StartPingCheck goes at once.
+func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
+	if s.cfg.NoChallenge || s.state != engine.StateEstablished {
 		return true
-	case s.chalKind == challengeNone:
-		s.chalKind = k
-		s.chalPing = s.nextPingID
-		s.chalUntil = now.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin))
-		s.pingAt = now.Add(-s.cfg.KeepAlive) // the next ping goes now
+	}
+	act, started := s.chal.Ask(k, uint32(s.nextPingID), now.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)))
+	if started {
+		s.pingAt = now.Add(-s.cfg.KeepAlive)
 		s.stats.Challenges++
 	}
-	return false
+	return act
 }
 
 // answered ends the challenge that the CompletePingCheck of id answers:
 // the live circuit is there, so what was announced was spoofed.
 func (s *Session) answered(id uint8) {
-	if s.chalKind != challengeNone && id == s.chalPing {
-		s.chalKind, s.chalPassed = challengeNone, challengeNone
+	if s.chal.Answer(uint32(id)) {
 		s.stats.SpoofsRefused++
 	}
 }
@@ -231,9 +223,7 @@ func (s *Session) answered(id uint8) {
 // close at once and lets the next copy of a restart's UseCircuitCode
 // through.
 func (s *Session) challengeExpired() {
-	k := s.chalKind
-	s.chalKind, s.chalPassed = challengeNone, k
-	if k == challengeClose {
+	if s.chal.Expire() == engine.ChallengeClose {
 		s.peerClosed()
 	}
 }
@@ -302,7 +292,7 @@ func (s *Session) adoptPeer() {
 	s.acks.reset()
 	s.nPongs = 0
 	s.pingsOut = 0
-	s.chalPassed = challengeNone
+	s.chal.Passed = engine.ChallengeNone
 }
 
 // pingAnswered takes an RTT sample from a CompletePingCheck (docs/protocols/lludp.md §3.7):

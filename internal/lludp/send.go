@@ -45,7 +45,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		s.fail(s.endError(cause))
 		return 0
 	}
-	if s.chalKind != challengeNone && !now.Before(s.chalUntil) {
+	if s.chal.Running() && !now.Before(s.chal.Until) {
 		s.challengeExpired() // no answer: the peer closed or restarted
 		if s.state == engine.StateClosed {
 			return 0

@@ -84,10 +84,7 @@ type Session struct {
 
 	// Challenge of a close or restart announced while open (see
 	// challenged).
-	chalKind   challengeKind
-	chalPassed challengeKind // ran out unanswered: the next announcement of this kind is taken
-	chalPing   uint8
-	chalUntil  time.Time
+	chal engine.Challenge
 
 	// Closing.
 	closeAt   time.Time

@@ -579,7 +579,7 @@ func restartUnanswered(t *testing.T, s *Session) time.Time {
 		pinged = pinged || pk.Message == StartPingCheck
 	}
 	require.True(t, pinged, "the challenge")
-	until := s.chalUntil
+	until := s.chal.Until
 	require.Equal(t, t0.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)), until)
 	for poll(t, s, until) != "" {
 	}

@@ -38,7 +38,7 @@ func (s *Session) Deadline() time.Time {
 	if m := s.suspect.head; m != nil {
 		earliest(m.sentAt.Add(s.rto()), true)
 	}
-	earliest(s.chalUntil, s.chalKind != challengeNone)
+	earliest(s.chal.Until, s.chal.Running())
 	earliest(s.pingDue())
 	earliest(s.ackDue())
 	earliest(s.closeDue())

@@ -85,7 +85,7 @@ func (s *Session) handle(f *Frame, n int) error {
 	}
 	if f.Type == FrameConnect && s.st == stConnected && f.Nonce != s.peerNonce {
 		switch {
-		case !s.challenged(challengeRestart):
+		case !s.challenged(engine.ChallengeRestart):
 			return nil // the live session is asked first: see challenge
 		case s.cfg.RejectNewPeerSession:
 			return engine.ErrPeerRestarted
@@ -94,7 +94,7 @@ func (s *Session) handle(f *Frame, n int) error {
 			s.stats.PeerRestarts++
 		}
 	}
-	if f.Type == FrameDisconnect && s.st == stConnected && !s.challenged(challengeClose) {
+	if f.Type == FrameDisconnect && s.st == stConnected && !s.challenged(engine.ChallengeClose) {
 		return nil
 	}
 	s.lastRx = s.now
@@ -231,36 +231,28 @@ func (s *Session) enterDisconnecting() {
 // A disconnecting peer running this package answers the challenge of its
 // Disconnect with a proof of its close (closeProof), so that the close is
 // taken one round trip after the Disconnect arrived rather than an RTO.
-type challengeKind uint8
-
-const (
-	challengeNone challengeKind = iota
-	challengeRestart
-	challengeClose
-)
+//
+// The state is an engine.Challenge, shared with the other engines.
 
 // challenged reports whether an announcement of kind k may be acted on: a
 // challenge of that kind ran out unanswered. Otherwise it starts one, if
-// none is running.
-func (s *Session) challenged(k challengeKind) bool {
-	switch {
-	case s.cfg.NoChallenge || s.chalPassed == k:
+// none is running, and sends its Ping.
+func (s *Session) challenged(k engine.ChallengeKind) bool {
+	if s.cfg.NoChallenge {
 		return true
-	case s.chalKind == challengeNone:
-		s.chalKind = k
-		s.chalPing = s.pingID
-		s.chalUntil = s.now.Add(max(s.rto(), engine.ChallengeMin))
+	}
+	act, started := s.chal.Ask(k, uint32(s.pingID), s.now.Add(max(s.rto(), engine.ChallengeMin)))
+	if started {
 		s.sendPing()
 		s.stats.Challenges++
 	}
-	return false
+	return act
 }
 
 // answered ends the challenge a PingAck of id answers: the live session
 // is there, so what was announced was spoofed.
 func (s *Session) answered(id uint16) {
-	if s.chalKind != challengeNone && id == s.chalPing {
-		s.chalKind, s.chalPassed = challengeNone, challengeNone
+	if s.chal.Answer(uint32(id)) {
 		s.stats.SpoofsRefused++
 	}
 }
@@ -269,9 +261,7 @@ func (s *Session) answered(id uint16) {
 // next announcement of its kind through; a Disconnect is taken at once
 // (the peer may not repeat it before giving up).
 func (s *Session) challengeExpired() {
-	k := s.chalKind
-	s.chalKind, s.chalPassed = challengeNone, k
-	if k == challengeClose {
+	if s.chal.Expire() == engine.ChallengeClose {
 		s.acceptClose()
 	}
 }
@@ -298,8 +288,8 @@ func closeProof(nonce uint32, ping uint16) uint32 { return nonce ^ (uint32(ping)
 // nonce proves it (closeProof) during its challenge; any other
 // ConnectAck is ignored while connected, as by the reference.
 func (s *Session) closeProven(nonce uint32) {
-	if s.chalKind == challengeClose && nonce == closeProof(s.nonce, s.chalPing) {
-		s.chalKind = challengeNone
+	if s.chal.Kind == engine.ChallengeClose && nonce == closeProof(s.nonce, uint16(s.chal.Probe)) {
+		s.chal.Kind = engine.ChallengeNone
 		s.acceptClose()
 	}
 }

@@ -111,7 +111,7 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 			yield(tConnect, s.connectAt)
 		}
 	case stConnected:
-		if s.chalKind != challengeNone && !yield(tChallenge, s.chalUntil) {
+		if s.chal.Running() && !yield(tChallenge, s.chal.Until) {
 			return
 		}
 		if t, ok := s.lossAt(); ok && !yield(tLoss, t) {

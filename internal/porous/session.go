@@ -86,15 +86,12 @@ type Session struct {
 	restartNon uint32 // last foreign nonce counted in PeerRestarts
 	// Challenge of a restart or close announced while connected (see
 	// challenged).
-	chalKind   challengeKind
-	chalPassed challengeKind // ran out unanswered: the next announcement of this kind is taken
-	chalPing   uint16
-	chalUntil  time.Time
-	connectAt  time.Time
-	discAt     time.Time
-	twEnd      time.Time // end of TIME-WAIT
-	twLimit    time.Time
-	finalDisc  bool // send one Disconnect after closing on Linger
+	chal      engine.Challenge
+	connectAt time.Time
+	discAt    time.Time
+	twEnd     time.Time // end of TIME-WAIT
+	twLimit   time.Time
+	finalDisc bool // send one Disconnect after closing on Linger
 
 	ctl engine.FIFO[ctlFrame]
 
