@@ -19,28 +19,10 @@ func TestNetConn(t *testing.T) {
 			t.Run(p.String()+"/"+l.name, func(t *testing.T) {
 				cfg := &Config{Protocol: p}
 				seed := uint64(0)
-				nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+				nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
 					seed += 2
 					ln := Server(udpSocket(t, l.imp, seed), cfg)
-					c := Client(udpSocket(t, l.imp, seed+1), ln.Addr(), cfg)
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					if err := c.Handshake(ctx); err != nil {
-						ln.Close()
-						return nil, nil, nil, err
-					}
-					s, err := ln.Accept()
-					if err != nil {
-						c.Close()
-						ln.Close()
-						return nil, nil, nil, err
-					}
-					stop = func() {
-						c.Close()
-						s.Close()
-						ln.Close()
-					}
-					return c, s, stop, nil
+					return connectedPair(Client(udpSocket(t, l.imp, seed+1), ln.Addr(), cfg), ln)
 				})
 			})
 		}
@@ -51,31 +33,41 @@ func TestNetConn(t *testing.T) {
 // conns over loopback, whose Read returns one message: the suite writes in
 // chunks of at most 1024 bytes and reads into 1024-byte buffers, so each
 // Read gets what one Write sent, and POROUS delivers reliable messages in
-// order, as the byte-stream subtests (BasicIO, PingPong) need. Airhook (256-byte
-// messages, not in order) and LLUDP (the first bytes are a message number,
-// not in order) cannot run it; TestDeadlines covers their deadlines.
+// order, as the byte-stream subtests (BasicIO, PingPong) need. Airhook
+// (256-byte messages, not in order) and LLUDP (the first bytes are a
+// message number, not in order) cannot run it; TestDeadlines covers their
+// deadlines.
 func TestMessageNetConn(t *testing.T) {
 	cfg := &Config{}
-	nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
 		ln := ServerMessages(udpSocket(t, nil, 0), cfg)
-		c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := c.Handshake(ctx); err != nil {
-			ln.Close()
-			return nil, nil, nil, err
-		}
-		s, err := ln.Accept()
-		if err != nil {
-			c.Close()
-			ln.Close()
-			return nil, nil, nil, err
-		}
-		stop = func() {
-			c.Close()
-			s.Close()
-			ln.Close()
-		}
-		return c, s, stop, nil
+		return connectedPair(ClientMessages(udpSocket(t, nil, 0), ln.Addr(), cfg), ln)
 	})
+}
+
+// connectedPair completes c's handshake with ln (10 s at most) and accepts
+// the other end, for nettest.MakePipe: both conns and a stop that closes
+// them and the listener.
+func connectedPair(c interface {
+	net.Conn
+	Handshake(context.Context) error
+}, ln net.Listener) (net.Conn, net.Conn, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Handshake(ctx); err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		c.Close()
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	stop := func() {
+		c.Close()
+		s.Close()
+		ln.Close()
+	}
+	return c, s, stop, nil
 }
