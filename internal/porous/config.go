@@ -95,12 +95,16 @@ type Config struct {
 	// counted in Stats.TooLarge and logged at Debug to Logger.
 	MaxPacket int
 	// MaxQueued bounds Pending: Send returns engine.ErrQueueFull when
-	// MaxQueued messages are pending (default 1024).
+	// MaxQueued messages are pending (default 1024), except that with
+	// round-robin sending a channel with nothing unsent may add one
+	// message of at most FragmentSize bytes, up to Channels such messages
+	// beyond the bound (see Session.Send).
 	MaxQueued int
 	// MaxQueuedBytes bounds the bytes of pending messages: Send returns
 	// engine.ErrQueueFull when the message would take them above it
-	// (default 4 MiB). A message is always admitted when nothing is
-	// pending.
+	// (default 4 MiB), with the same exception, up to Channels ×
+	// FragmentSize bytes beyond it. A message is always admitted when
+	// nothing is pending.
 	MaxQueuedBytes int
 	// MaxRxBandwidth is the receive rate advertised in Connect, in
 	// bytes/s (default NoBandwidthLimit). The peer limits its sending to

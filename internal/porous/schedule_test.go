@@ -116,3 +116,26 @@ func TestUnreliableExpires(t *testing.T) {
 	require.Equal(t, []string{"0:10", "0:11", "0:13"}, got, "packet 12 expired")
 	require.Equal(t, uint64(1), p.s.Stats().Expired)
 }
+
+// TestQuietChannelPastQueueBound: once another channel's bulk has filled
+// MaxQueuedBytes, a channel with nothing unsent still takes a packet of
+// one fragment (a small message does not wait for the bulk's acks), but
+// only one at a time, none larger than a fragment, and no more than one
+// fragment per channel beyond the bound in all.
+func TestQuietChannelPastQueueBound(t *testing.T) {
+	cfg := Config{Channels: 3, MaxQueuedBytes: 3 * FragmentSize}
+	s, _ := connected(t, cfg, cfg)
+	require.NoError(t, s.Send(make([]byte, 3*FragmentSize), engine.SendOptions{Channel: 0}))
+	require.ErrorIs(t, s.Send([]byte("x"), engine.SendOptions{Channel: 0}), engine.ErrQueueFull, "the bulk channel waits")
+	require.ErrorIs(t, s.Send(make([]byte, FragmentSize+1), engine.SendOptions{Channel: 1}), engine.ErrQueueFull, "more than a fragment")
+	require.NoError(t, s.Send(make([]byte, FragmentSize), engine.SendOptions{Channel: 1}), "a quiet channel")
+	require.ErrorIs(t, s.Send([]byte("z"), engine.SendOptions{Channel: 1}), engine.ErrQueueFull, "channel 1 now has data unsent")
+	require.NoError(t, s.Send(make([]byte, FragmentSize), engine.SendOptions{Channel: 2}))
+	for i := 0; s.txch[0].unsent+s.txch[1].unsent+s.txch[2].unsent > 0; i++ {
+		require.Less(t, i, 100, "the queued fragments leave")
+		pollHex(t, s, at(10+i))
+	}
+	require.Equal(t, 5*FragmentSize, s.pendBytes, "in flight, unacknowledged")
+	require.NoError(t, s.Send(make([]byte, FragmentSize), engine.SendOptions{Channel: 1}), "6 fragments: the bound's 3 and one per channel")
+	require.ErrorIs(t, s.Send([]byte("w"), engine.SendOptions{Channel: 2}), engine.ErrQueueFull, "past one fragment per channel")
+}

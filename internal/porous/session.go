@@ -209,7 +209,8 @@ func (s *Session) setNow(now time.Time) {
 // engine.ErrUnsupported for a channel ≥ Config.Channels, a nonzero
 // MessageNumber or an unknown Delivery; engine.ErrMessageTooLarge above
 // Config.MaxPacket; engine.ErrQueueFull when Config.MaxQueued messages or
-// Config.MaxQueuedBytes bytes are pending.
+// Config.MaxQueuedBytes bytes are pending, or the channel holds its room
+// of unsent data (see full).
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.closing || s.st > stConnected:
@@ -218,13 +219,32 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 		return engine.ErrUnsupported
 	case len(p) > s.cfg.MaxPacket:
 		return engine.ErrMessageTooLarge
-	case s.pending >= s.cfg.MaxQueued,
-		s.pending > 0 && s.pendBytes+len(p) > s.cfg.MaxQueuedBytes,
-		s.cfg.SendOrder == RoundRobin && s.channelRoom(opt.Channel) == 0:
+	case s.full(opt.Channel, len(p)):
 		return engine.ErrQueueFull
 	}
 	s.queuePacket(p, opt.Channel, opt.Delivery)
 	return nil
+}
+
+// full reports whether a packet of n bytes on channel ch must wait:
+// Config.MaxQueued packets or Config.MaxQueuedBytes bytes are pending, or
+// (round-robin sending) ch holds its room of unsent data. Beyond the first
+// two bounds, a channel with nothing unsent still takes a packet of one
+// fragment or less while the excess stays within one such packet per
+// channel (Config.Channels packets, Config.Channels × FragmentSize bytes):
+// otherwise another channel's bulk, in flight and queued up to the bounds,
+// would hold a small message back until its acknowledgements came.
+func (s *Session) full(ch uint8, n int) bool {
+	over := func(slack int) bool {
+		return s.pending >= s.cfg.MaxQueued+slack || s.pending > 0 && s.pendBytes+n > s.cfg.MaxQueuedBytes+slack*FragmentSize
+	}
+	switch {
+	case s.cfg.SendOrder != RoundRobin:
+		return over(0)
+	case over(0):
+		return s.txch[ch].unsent > 0 || n > FragmentSize || over(s.cfg.Channels)
+	}
+	return s.channelRoom(ch) == 0
 }
 
 // Recv returns the next delivered packet. Channel is set; Reliable is
