@@ -11,22 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// bounded runs f and fails the test if it has not returned within 10 s.
-// A blocked f is left behind: the test fails rather than hangs.
-func bounded(t *testing.T, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s still blocked after 10 s", what)
-	}
-}
-
 // TestAcceptQueueNeverBlocks: peers becoming ready while nobody calls
 // Accept never block the listener (its queue's wake-up holds one signal):
 // Stats and further handshakes go on, and Accept then returns every peer
@@ -38,14 +22,14 @@ func TestAcceptQueueNeverBlocks(t *testing.T) {
 	for i := range 3 {
 		c := Client(udpSocket(t, nil, 0), ln.Addr(), nil)
 		t.Cleanup(func() { c.Close() })
-		bounded(t, "handshake", func() {
+		within(t, 10*time.Second, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			assert.NoError(t, c.Handshake(ctx))
 		})
 		require.False(t, t.Failed())
 		clients = append(clients, c)
-		bounded(t, "the listener", func() {
+		within(t, 10*time.Second, func() {
 			assert.Eventually(t, func() bool {
 				ln.q.mu.Lock()
 				defer ln.q.mu.Unlock()
@@ -54,10 +38,10 @@ func TestAcceptQueueNeverBlocks(t *testing.T) {
 		})
 		require.False(t, t.Failed())
 	}
-	bounded(t, "Stats", func() { assert.Zero(t, ln.Stats().BacklogDrops) })
+	within(t, 10*time.Second, func() { assert.Zero(t, ln.Stats().BacklogDrops) })
 	for _, c := range clients {
 		var s net.Conn
-		bounded(t, "Accept", func() {
+		within(t, 10*time.Second, func() {
 			var err error
 			s, err = ln.Accept()
 			assert.NoError(t, err)

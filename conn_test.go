@@ -30,20 +30,8 @@ func TestStreamTransfer(t *testing.T) {
 			c, s, _ := streamPair(t, nil, l)
 			up, down := randomBytes(4<<20, 1), randomBytes(4<<20, 2)
 			errc := make(chan error, 2)
-			go func() {
-				_, err := c.Write(up)
-				if err == nil {
-					err = c.CloseWrite()
-				}
-				errc <- err
-			}()
-			go func() {
-				_, err := s.Write(down)
-				if err == nil {
-					err = s.CloseWrite()
-				}
-				errc <- err
-			}()
+			writeThenCloseWrite(c, up, errc)
+			writeThenCloseWrite(s, down, errc)
 			gotUp, err := io.ReadAll(s)
 			require.NoError(t, err)
 			gotDown, err := io.ReadAll(c)

@@ -173,3 +173,18 @@ func (b *logBuffer) String() string {
 func (b *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// writeThenCloseWrite writes data to c and then closes its writing side,
+// in its own goroutine, and sends the first error (or nil) to errc.
+func writeThenCloseWrite(c interface {
+	Write([]byte) (int, error)
+	CloseWrite() error
+}, data []byte, errc chan<- error) {
+	go func() {
+		_, err := c.Write(data)
+		if err == nil {
+			err = c.CloseWrite()
+		}
+		errc <- err
+	}()
+}

@@ -164,13 +164,7 @@ func echo(t testing.TB, c *Conn, data []byte) {
 	t.Helper()
 	require.NoError(t, c.SetDeadline(time.Now().Add(hangGuard)))
 	werr := make(chan error, 1)
-	go func() {
-		_, err := c.Write(data)
-		if err == nil {
-			err = c.CloseWrite()
-		}
-		werr <- err
-	}()
+	writeThenCloseWrite(c, data, werr)
 	got, err := io.ReadAll(c)
 	require.NoError(t, err)
 	require.NoError(t, <-werr)
@@ -331,13 +325,7 @@ func transferUnder(t *testing.T, c, s *Conn, attack func(stop <-chan struct{})) 
 	werr := make(chan error, 1)
 	require.NoError(t, c.SetDeadline(time.Now().Add(hangGuard)))
 	require.NoError(t, s.SetDeadline(time.Now().Add(hangGuard)))
-	go func() {
-		_, err := c.Write(data)
-		if err == nil {
-			err = c.CloseWrite()
-		}
-		werr <- err
-	}()
+	writeThenCloseWrite(c, data, werr)
 	got, err := io.ReadAll(s)
 	close(stop)
 	<-done
@@ -431,13 +419,7 @@ func TestHostileLLUDPInjection(t *testing.T) {
 	_, err := io.ReadFull(s, got[:half])
 	require.NoError(t, err)
 	require.NoError(t, <-werr)
-	go func() {
-		_, err := c.Write(data[half:])
-		if err == nil {
-			err = c.CloseWrite()
-		}
-		werr <- err
-	}()
+	writeThenCloseWrite(c, data[half:], werr)
 	for i := range injected {
 		off := rng.Uint64()
 		if i%2 == 0 {
