@@ -226,6 +226,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 		return lludp.New(now, lludp.Config{
 			AckRTT:               stream,
 			DeliverDuplicates:    stream,
+			RepeatAcks:           stream,
 			RTOMin:               rtoMin,
 			Client:               !accept,
 			Circuit:              circuit,

@@ -80,6 +80,7 @@ func rudpPair(b *testing.B, p rudp.Protocol, v via) pair {
 		b.Logf("sender: %+v", c.Stats())
 		closeRUDP(c)
 		if s := server.Load(); s != nil {
+			b.Logf("receiver: %+v", s.Stats())
 			closeRUDP(s)
 		}
 	})

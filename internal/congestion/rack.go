@@ -26,6 +26,7 @@ type rack struct {
 	mult     int           // RACK.reo_wnd_mult
 	persist  int           // RACK.reo_wnd_persist
 	disabled bool          // AIMD: loss by timeout only
+	lastAck  time.Time     // when the latest acknowledgement came (see TimeoutAt)
 }
 
 // acked updates RACK for p acknowledged at now (§6.2 step 2). The
@@ -33,6 +34,7 @@ type rack struct {
 // is at least the minimum RTT; a shorter one acknowledges an earlier
 // transmission.
 func (r *rack) acked(now time.Time, p *Packet) {
+	r.lastAck = now
 	rtt := now.Sub(p.SentAt)
 	if p.retransmit && rtt < r.minRTT {
 		// Faster than any round trip: the acknowledgement is of an
@@ -71,6 +73,22 @@ func (c *Controller) LostAt(p *Packet, srtt time.Duration) (at time.Time, ok boo
 		return time.Time{}, false
 	}
 	return p.SentAt.Add(r.rtt + r.window(srtt)), true
+}
+
+// TimeoutAt returns when p, still unacknowledged, counts as lost by
+// timeout, rto being the engine's retransmission timeout. With AIMD,
+// which detects loss by timeout only, that is rto after p was sent.
+// Otherwise the timer restarts at every acknowledgement (RFC 6298 §5.3):
+// while acknowledgements arrive RACK finds the losses, and when the path
+// or a host stalls for longer than the RTO, the flight is late, not lost,
+// so the acknowledgements that follow the stall do not find it all timed
+// out and resent.
+func (c *Controller) TimeoutAt(p *Packet, rto time.Duration) time.Time {
+	at := p.SentAt
+	if !c.rack.disabled && c.rack.lastAck.After(at) {
+		at = c.rack.lastAck
+	}
+	return at.Add(rto)
 }
 
 // Spurious records that a datagram declared lost was delivered after all

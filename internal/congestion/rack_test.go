@@ -79,3 +79,23 @@ func TestAIMDNoRACK(t *testing.T) {
 	_, ok := c.LostAt(&a, 10*time.Millisecond)
 	require.False(t, ok)
 }
+
+// TestTimeoutAt: the retransmission timer runs from the later of a
+// datagram's transmission and the latest acknowledgement (RFC 6298 §5.3),
+// except with AIMD, which times each datagram from its transmission.
+func TestTimeoutAt(t *testing.T) {
+	const rto = 30 * time.Millisecond
+	for _, alg := range []Algorithm{BBR, AIMD} {
+		c := New(epoch, Config{Algorithm: alg, MaxDatagram: mss})
+		var p [2]Packet
+		c.OnSent(epoch, &p[0], mss, false)
+		c.OnSent(epoch.Add(time.Millisecond), &p[1], mss, false)
+		require.Equal(t, epoch.Add(rto), c.TimeoutAt(&p[0], rto), "%v: nothing acknowledged yet", alg)
+		c.OnAcked(epoch.Add(40*time.Millisecond), &p[0])
+		want := epoch.Add(40*time.Millisecond + rto)
+		if alg == AIMD {
+			want = epoch.Add(time.Millisecond + rto)
+		}
+		require.Equal(t, want, c.TimeoutAt(&p[1], rto), "%v", alg)
+	}
+}

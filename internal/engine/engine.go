@@ -165,9 +165,12 @@ type Stats struct {
 // ChallengeMin is the shortest time an engine waits for the live peer's
 // answer when it challenges a restart or close announced from the peer's
 // address, whatever the round trip: a fast path's round trip is well below
-// the time a loaded host may take to run the peer's answer, and waiting
-// longer only delays a genuine restart or close.
-const ChallengeMin = 50 * time.Millisecond
+// the time a loaded host may take to run the peer's answer (a busy
+// two-core machine was seen taking over 50 ms), and a spoof taken because
+// the answer came late ends a live association. Waiting longer only
+// delays a genuine restart, or a close that comes without a proof (a rudp
+// POROUS session proves its close within a round trip).
+const ChallengeMin = time.Second
 
 // Engine is one end of one association, as a pure state machine.
 //

@@ -117,7 +117,10 @@ type Config struct {
 	// SRTT + 4·RTTVAR within [RTOMin, RTOMax], in place of 5 × the
 	// averaged ping. A resend doubles it (RFC 6298 §5.5), at most once per
 	// timeout period however many datagrams time out in it; the next ack
-	// of a datagram sent once takes the doubling back.
+	// of a datagram sent once takes the doubling back. The timeout runs
+	// from the later of a datagram's transmission and the latest ack
+	// (RFC 6298 §5.3, congestion.Controller.TimeoutAt), as RACK finds
+	// ordinary losses.
 	// Only the timing of resends changes, nothing on the wire. The viewer
 	// does not do this; it suits peers that both run this package and
 	// need loss recovery at the pace of the path, as rudp's streams do
@@ -165,6 +168,12 @@ type Config struct {
 	// blind attacker with a sequence number the peer has yet to use
 	// cannot get the genuine datagram dropped as its duplicate.
 	DeliverDuplicates bool
+	// RepeatAcks makes each PacketAck carry, after the acks owed, those
+	// of the previous PacketAck again, as far as room allows, so that
+	// losing one PacketAck costs no resends (POROUS's DataAck does the
+	// same). An ack of a datagram already acknowledged is ignored, by the
+	// viewer as here; the viewer itself acknowledges once.
+	RepeatAcks bool
 	// NoChallenge takes a CloseCircuit, or a server's reliable
 	// UseCircuitCode with another Circuit, received while the circuit is
 	// open at once, as the viewer does, instead of first checking with a

@@ -42,7 +42,9 @@
 //     messages of up to 251 IDs after Config.AckDelay (100 ms), at once
 //     when 251 are owed (the viewer waits for the timer) or when closing.
 //     At most 4096 acks are owed; beyond that one is dropped, and the
-//     peer's resend is acknowledged instead.
+//     peer's resend is acknowledged instead. With Config.RepeatAcks (rudp
+//     streams) a PacketAck also carries the previous one's IDs and goes
+//     at once from 125 owed, so a lost PacketAck costs no resends.
 //   - Resends: the stored datagram with RESENT set and the same sequence
 //     number, without appended acks, after 5 × the averaged ping clamped
 //     to [Config.RTOMin, Config.RTOMax] (1 s..10 s, 5 s at first), no

@@ -141,9 +141,8 @@ func (s *Session) sendAgain(now time.Time, buf []byte, m *outMsg) int {
 // timeout but no longer hold the congestion window. A datagram that has
 // used up Config.ResendLimit stays: its timeout ends the session (endAt).
 func (s *Session) detectLosses(now time.Time) {
-	rto := s.rto()
 	expired := func(m *outMsg) (due, stop bool) {
-		if now.Before(m.sentAt.Add(rto)) {
+		if now.Before(s.timeoutAt(m)) {
 			return false, false
 		}
 		return true, s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit
@@ -276,11 +275,30 @@ func (s *Session) sendPing(now time.Time, buf []byte) int {
 // sendPacketAck sends one PacketAck with the oldest owed acks (docs/protocols/lludp.md §1.6:
 // u8 count, then little-endian IDs).
 func (s *Session) sendPacketAck(buf []byte) int {
-	k := min(s.acks.len(), MaxPacketAckIDs, (s.cfg.MaxDatagram-HeaderLen-4-1)/4)
+	room := min(MaxPacketAckIDs, (s.cfg.MaxDatagram-HeaderLen-4-1)/4)
+	k := min(s.acks.len(), room)
 	var body [1 + 4*MaxPacketAckIDs]byte
-	body[0] = byte(k)
 	for i := range k {
 		binary.LittleEndian.PutUint32(body[1+4*i:], s.acks.pop())
 	}
+	if s.cfg.RepeatAcks {
+		n := k + copyIDs(body[1+4*k:1+4*room], s.prevAcks)
+		s.prevAcks = s.prevAcks[:0]
+		for i := range k {
+			s.prevAcks = append(s.prevAcks, binary.LittleEndian.Uint32(body[1+4*i:]))
+		}
+		k = n
+	}
+	body[0] = byte(k)
 	return len(s.build(buf, 0, PacketAck, body[:1+4*k]))
+}
+
+// copyIDs writes as many of ids as fit into b, little-endian, and returns
+// how many it wrote.
+func copyIDs(b []byte, ids []uint32) int {
+	n := min(len(ids), len(b)/4)
+	for i, id := range ids[:n] {
+		binary.LittleEndian.PutUint32(b[4*i:], id)
+	}
+	return n
 }

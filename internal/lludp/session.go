@@ -61,6 +61,7 @@ type Session struct {
 
 	// Acknowledgements owed (docs/protocols/lludp.md §3.3).
 	acks     ackRing
+	prevAcks []uint32  // the acks owed that the last PacketAck carried (Config.RepeatAcks)
 	ackSince time.Time // when the oldest owed ack was queued
 
 	// Pings (docs/protocols/lludp.md §3.7).
@@ -320,6 +321,17 @@ func (s *Session) rto() time.Duration {
 	return max(s.cfg.RTOMin, min(rtoFactor*s.avgPing, s.cfg.RTOMax))
 }
 
+// timeoutAt is when m, in flight, counts as lost by timeout: rto after
+// its last transmission, or with Config.AckRTT, where RACK finds
+// ordinary losses, as the controller's retransmission timer says (one
+// datagram per timeout, congestion.Controller.TimeoutAt).
+func (s *Session) timeoutAt(m *outMsg) time.Time {
+	if s.rtt != nil {
+		return s.cc.TimeoutAt(&m.pkt, s.rto())
+	}
+	return m.sentAt.Add(s.rto())
+}
+
 // Trim frees what an idle session keeps for traffic: the ring of owed
 // acks when none is owed, the empty queues, the zerocoding scratch buffer
 // and the recycled messages; with Config.DeliverDuplicates, which makes it matter only for
@@ -327,6 +339,7 @@ func (s *Session) rto() time.Duration {
 // next number). They are allocated again when needed.
 func (s *Session) Trim() {
 	s.acks.trim()
+	s.prevAcks = nil
 	s.queue.Trim()
 	s.recv.Trim()
 	s.scratch = nil

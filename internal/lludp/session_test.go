@@ -1,6 +1,7 @@
 package lludp
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -865,5 +866,62 @@ func TestForgedSeqDoesNotShadow(t *testing.T) {
 			want = append(want, "genuine")
 		}
 		require.Equal(t, want, drain(p.B), "DeliverDuplicates %v", deliver)
+	}
+}
+
+// TestRepeatAcks: with Config.RepeatAcks each PacketAck carries the acks
+// of the previous one after its own, so one lost PacketAck costs no
+// resends, and owed acks go at once from 125 on, so that both always fit.
+// Without it every ack goes once (the viewer).
+func TestRepeatAcks(t *testing.T) {
+	reliable := func(s *Session, now time.Time, seqs ...uint32) {
+		t.Helper()
+		for _, seq := range seqs {
+			require.NoError(t, s.HandleDatagram(now, encode(Packet{Flags: FlagReliable, Seq: seq, Message: 5})))
+		}
+	}
+	// ids returns the IDs of the PacketAck s sends at now.
+	ids := func(s *Session, now time.Time) []uint32 {
+		t.Helper()
+		var p Packet
+		require.NoError(t, ParsePacket(unhex(t, poll(t, s, now)), &p, nil))
+		require.Equal(t, PacketAck, p.Message)
+		require.Len(t, p.Body, 1+4*int(p.Body[0]))
+		var out []uint32
+		for i := range int(p.Body[0]) {
+			out = append(out, binary.LittleEndian.Uint32(p.Body[1+4*i:]))
+		}
+		return out
+	}
+	for _, repeat := range []bool{false, true} {
+		s := openServer(t, Config{RepeatAcks: repeat})
+		now := t0.Add(time.Second)
+		reliable(s, now, 2, 3)
+		require.Equal(t, []uint32{1, 2, 3}, ids(s, now.Add(100*ms)))
+		reliable(s, now.Add(200*ms), 4)
+		second := ids(s, now.Add(300*ms))
+		reliable(s, now.Add(400*ms), 5)
+		third := ids(s, now.Add(500*ms))
+		if !repeat {
+			require.Equal(t, []uint32{4}, second)
+			require.Equal(t, []uint32{5}, third)
+			continue
+		}
+		require.Equal(t, []uint32{4, 1, 2, 3}, second)
+		require.Equal(t, []uint32{5, 4}, third, "each ack repeated once")
+
+		now = now.Add(time.Second)
+		for i := range 124 {
+			reliable(s, now, uint32(100+i))
+		}
+		require.Empty(t, poll(t, s, now), "124 owed wait for AckDelay")
+		reliable(s, now, 224)
+		got := ids(s, now)
+		require.Len(t, got, 125+1, "125 owed go at once, with the previous PacketAck's one")
+		require.Equal(t, uint32(5), got[125])
+		reliable(s, now, 225)
+		got = ids(s, now.Add(100*ms))
+		require.Len(t, got, 1+125, "the next carries all 125 again")
+		require.Equal(t, []uint32{225, 100}, got[:2])
 	}
 }

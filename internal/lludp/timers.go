@@ -32,7 +32,7 @@ func (s *Session) Deadline() time.Time {
 		earliest(t, true)
 	}
 	if m := s.resend.head; m != nil {
-		earliest(m.sentAt.Add(s.rto()), true)
+		earliest(s.timeoutAt(m), true)
 		earliest(s.cc.LostAt(&m.pkt, s.roundTrip()))
 	}
 	if m := s.suspect.head; m != nil {
@@ -79,10 +79,20 @@ func (s *Session) ackDue() (time.Time, bool) {
 	switch {
 	case s.acks.len() == 0:
 		return time.Time{}, false
-	case s.acks.len() >= MaxPacketAckIDs || s.state == engine.StateClosing:
+	case s.acks.len() >= s.ackBatch() || s.state == engine.StateClosing:
 		return s.now, true
 	}
 	return s.ackSince.Add(s.cfg.AckDelay), true
+}
+
+// ackBatch is how many owed acks send a PacketAck at once: as many as one
+// carries, or half that with Config.RepeatAcks, so that the previous
+// PacketAck's acks always fit beside the new ones.
+func (s *Session) ackBatch() int {
+	if s.cfg.RepeatAcks {
+		return MaxPacketAckIDs / 2
+	}
+	return MaxPacketAckIDs
 }
 
 // closeDue returns when the next CloseCircuit of a graceful close is due:

@@ -51,7 +51,10 @@
 //     at its estimate of the bottleneck bandwidth and bounds the flight
 //     at about two bandwidth-delay products, and loss is detected by RACK
 //     (RFC 8985) from the DataAcks as well as by the RTO, so a loss costs
-//     about a round trip; random loss does not lower the rate. The
+//     about a round trip; random loss does not lower the rate. The RTO
+//     then runs from the later of a frame's transmission and the latest
+//     DataAck (RFC 6298 §5.3): a path or host that stalls for longer than
+//     the RTO makes the flight late, not lost, and costs no resends. The
 //     paper's window, congestion.AIMD, remains available and is what the
 //     reference runs: initial 1472 bytes, ssthresh 1 GiB, slow start by
 //     the bytes acknowledged, one MTU per window acknowledged in

@@ -307,7 +307,8 @@ func (s *Session) updateCC(sample time.Duration) {
 }
 
 // detectLosses declares lost the frames in flight whose RTO ran out since
-// their last transmission, or that RACK shows lost (a frame sent after
+// their last transmission (with BBR, since the latest DataAck if later:
+// congestion.Controller.TimeoutAt), or that RACK shows lost (a frame sent after
 // them was acknowledged and a reordering window passed; docs/protocols/porous.md §3.3 uses
 // the timeout only, as does the AIMD controller): a frame with reliable
 // messages waits for its resend, stripped of its unreliable ones; an
@@ -324,7 +325,7 @@ func (s *Session) detectLosses() {
 			s.timeq.Pop()
 			continue
 		}
-		if s.now.Before(f.pkt.SentAt.Add(rto)) {
+		if s.now.Before(s.cc.TimeoutAt(&f.pkt, rto)) {
 			at, ok := s.cc.LostAt(&f.pkt, srtt)
 			if !ok || s.now.Before(at) {
 				break
@@ -356,7 +357,7 @@ func (s *Session) lossAt() (time.Time, bool) {
 	for s.timeq.Len() > 0 {
 		e := s.timeq.Front()
 		if f := s.ring.get(e.seq); f != nil && f.state == fsInFlight && f.sends == e.sends {
-			at := f.pkt.SentAt.Add(s.rto())
+			at := s.cc.TimeoutAt(&f.pkt, s.rto())
 			if r, ok := s.cc.LostAt(&f.pkt, s.srtt()); ok && r.Before(at) {
 				at = r
 			}

@@ -362,3 +362,32 @@ func TestDataAckRepeatedIDs(t *testing.T) {
 	require.Zero(t, s.ring.n)
 	checkInvariants(t, s)
 }
+
+// TestAckRestartsTimeout: with the default controller the retransmission
+// timer restarts at each acknowledgement (RFC 6298 §5.3), so a frame
+// whose DataAck is merely late, behind an acknowledgement that took
+// longer than the RTO (a stalled path or host), is not resent at its own
+// RTO; with AIMD, the reference's timeout-only detection, it is.
+func TestAckRestartsTimeout(t *testing.T) {
+	for _, alg := range []congestion.Algorithm{congestion.BBR, congestion.AIMD} {
+		p := newFakePeer(t, Config{Congestion: alg})
+		s := p.s
+		t0 := p.now
+		f1 := p.sendFrame("first")
+		f2 := p.sendFrame("second")
+		p.now = t0.Add(MinRTO - time.Millisecond)
+		p.ack(f1.Seq)
+		rto := s.rto()
+		p.now = t0.Add(rto)
+		if alg == congestion.AIMD {
+			require.Equal(t, []Frame{f2}, p.poll(), "aimd: resent rto after it was sent")
+			continue
+		}
+		require.Empty(t, p.poll(), "bbr: not resent rto after it was sent")
+		p.now = t0.Add(MinRTO - time.Millisecond + rto - time.Microsecond)
+		require.Empty(t, p.poll())
+		p.now = p.now.Add(time.Microsecond)
+		require.Equal(t, []Frame{f2}, p.poll(), "bbr: resent rto after the last acknowledgement")
+		require.Equal(t, uint64(1), s.Stats().Retransmits)
+	}
+}
