@@ -152,6 +152,9 @@ func (s *Session) established(now time.Time) {
 	if s.state == engine.StateHandshake {
 		s.state = engine.StateEstablished
 	}
+	if s.state == engine.StateClosing {
+		s.closeAt = now // Linger counts from the end of the handshake
+	}
 	s.lastSend = now
 }
 

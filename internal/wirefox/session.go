@@ -317,7 +317,7 @@ func (s *Session) Recv() (engine.Message, bool) {
 func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 
 // Close begins a graceful close at now. A session still in its handshake
-// closes at once. Otherwise it enters StateClosing: Send is refused,
+// with nothing pending closes at once. Otherwise it enters StateClosing: Send is refused,
 // pending messages are still sent, then a reliable DISCONNECT_REQUEST
 // goes out (docs/protocols/wirefox.md §3.7) and the session closes when
 // the peer's DISCONNECT_ACK arrives, or when Config.Linger runs out (Err
@@ -325,8 +325,10 @@ func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 func (s *Session) Close(now time.Time) {
 	switch s.state {
 	case engine.StateHandshake:
-		s.state = engine.StateClosed
-		return
+		if s.pending == 0 {
+			s.state = engine.StateClosed
+			return
+		}
 	case engine.StateEstablished:
 	default:
 		return
