@@ -109,9 +109,19 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.dgHist.add(d.ID)
 		return nil
 	}
+	// New packets are taken all or none while refusing: an ACK covers
+	// the whole datagram, so no packet may be taken unacknowledged.
 	refused := false
+	if s.refusing() {
+		for i := range pkts {
+			if !s.pktHist.has(pkts[i].ID) {
+				s.stats.Refused++
+				refused = true
+			}
+		}
+	}
 	for i := range pkts {
-		if s.takePacket(now, &pkts[i]) {
+		if !refused && s.takePacket(now, &pkts[i]) {
 			refused = true
 		}
 	}
@@ -175,10 +185,6 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 	if s.pktHist.has(p.ID) {
 		s.stats.Duplicates++
 		return false
-	}
-	if s.refusing() {
-		s.stats.Refused++
-		return true
 	}
 	if p.Split() {
 		refused = s.reassemble(p)
