@@ -181,7 +181,8 @@ func (s *Session) ID() uint32 { return s.own }
 func (s *Session) PeerSession() uint32 { return s.peer }
 
 // Send queues a copy of p for reliable delivery. Only reliable delivery on
-// channel 0 without a message number exists (else engine.ErrUnsupported).
+// channel 0 without a message number or Avara parameters exists (else
+// engine.ErrUnsupported).
 // Errors: engine.ErrClosed after Close, engine.ErrEmptyMessage for an
 // empty p, engine.ErrMessageTooLarge above 256 bytes, engine.ErrQueueFull
 // when Config.MaxQueued messages are pending.
@@ -189,7 +190,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.state == engine.StateClosing || s.state == engine.StateClosed:
 		return engine.ErrClosed
-	case opt.Delivery != engine.Reliable || opt.Channel != 0 || opt.MessageNumber != 0:
+	case opt.Delivery != engine.Reliable || opt.Channel != 0 || opt.MessageNumber != 0 || opt.Params != (engine.Params{}):
 		return engine.ErrUnsupported
 	case len(p) == 0:
 		return engine.ErrEmptyMessage

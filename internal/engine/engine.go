@@ -53,6 +53,21 @@ type SendOptions struct {
 	Channel uint8
 	// MessageNumber is the LLUDP message number.
 	MessageNumber uint32
+	// Params are the Avara message fields; zero on other protocols.
+	Params Params
+}
+
+// Params are the fields of an Avara message besides its data
+// (docs/protocols/avara.md §1.4): the command, and the parameters p1, p2
+// and p3 with their wire widths. They are zero on other protocols, whose
+// engines refuse nonzero ones with ErrUnsupported.
+type Params struct {
+	// Command is the message's command: 0..36 are the game's at the cited
+	// reference commit, negative ones belong to the transport.
+	Command int8
+	P1      int8
+	P2      int16
+	P3      int32
 }
 
 // Message is one delivered message. Data is owned by the receiver of the
@@ -62,6 +77,9 @@ type Message struct {
 	Channel       uint8
 	Reliable      bool
 	MessageNumber uint32
+	// Params are an Avara message's command and parameters; zero on
+	// other protocols.
+	Params Params
 }
 
 // State is the lifecycle state of an association.

@@ -142,7 +142,7 @@ func (s *Session) maxBuilt() int { return min(MTUBytes, s.cfg.MaxDatagram) }
 // unreliably as opt.Delivery says. An empty p is a message with no body.
 // Errors:
 //   - engine.ErrClosed after Close or once the session ended;
-//   - engine.ErrUnsupported for Passive or an unknown Delivery, a Channel
+//   - engine.ErrUnsupported for Passive or an unknown Delivery, nonzero Params, a Channel
 //     other than 0, a number outside the template ranges (High 1..254,
 //     Medium 1..254, Low 1..65529, Fixed 0xFFFFFFFA..0xFFFFFFFF, see
 //     NumberLen) or a transport number (StartPingCheck,
@@ -160,7 +160,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	case s.state == engine.StateClosing || s.state == engine.StateClosed:
 		return engine.ErrClosed
 	case opt.Delivery != engine.Reliable && opt.Delivery != engine.Unreliable,
-		opt.Channel != 0, !sendable(opt.MessageNumber):
+		opt.Channel != 0, opt.Params != (engine.Params{}), !sendable(opt.MessageNumber):
 		return engine.ErrUnsupported
 	case len(p) > s.maxMessage():
 		return engine.ErrMessageTooLarge

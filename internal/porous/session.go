@@ -207,7 +207,7 @@ func (s *Session) setNow(now time.Time) {
 //
 // Errors: engine.ErrClosed after Close or once the session ended;
 // engine.ErrUnsupported for a channel ≥ Config.Channels, a nonzero
-// MessageNumber or an unknown Delivery; engine.ErrMessageTooLarge above
+// MessageNumber or Params or an unknown Delivery; engine.ErrMessageTooLarge above
 // Config.MaxPacket; engine.ErrQueueFull when Config.MaxQueued messages or
 // Config.MaxQueuedBytes bytes are pending, or the channel holds its room
 // of unsent data (see full).
@@ -215,7 +215,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.closing || s.st > stConnected:
 		return engine.ErrClosed
-	case int(opt.Channel) >= s.cfg.Channels || opt.MessageNumber != 0 || opt.Delivery > engine.Passive:
+	case int(opt.Channel) >= s.cfg.Channels || opt.MessageNumber != 0 || opt.Params != (engine.Params{}) || opt.Delivery > engine.Passive:
 		return engine.ErrUnsupported
 	case len(p) > s.cfg.MaxPacket:
 		return engine.ErrMessageTooLarge

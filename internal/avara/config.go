@@ -1,0 +1,167 @@
+package avara
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+)
+
+// Defaults applied by New to zero Config fields (docs/protocols/avara.md §6).
+const (
+	// DefaultCram is the reference's default cram level, sent in the
+	// Control message.
+	DefaultCram = 3
+	// MaxCram is the highest cram level.
+	MaxCram = 3
+	// DefaultAckDelay is how long after receiving a pure acknowledgement
+	// goes out when nothing else does (docs/protocols/avara.md §3.2, §5).
+	DefaultAckDelay = 41 * time.Millisecond
+	// DefaultHandshakeTimeout is the reference client's login timeout.
+	DefaultHandshakeTimeout = 3 * time.Second
+	// DefaultDeadTimeout ends a connection whose oldest unacknowledged
+	// message has waited this long without any acknowledgement
+	// (docs/protocols/avara.md §3.4).
+	DefaultDeadTimeout = 120 * time.Second
+	// DefaultLinger is how long a closing side keeps servicing the
+	// connection until its messages are acknowledged, as the reference
+	// (docs/protocols/avara.md §3.5).
+	DefaultLinger = 20 * time.Second
+	// DefaultMaxQueued is the reference's transmit queue limit.
+	DefaultMaxQueued = 1024
+	// MinMaxDatagram is the smallest accepted Config.MaxDatagram.
+	MinMaxDatagram = 64
+	// MaxClients is the most clients of a server (player ids 1..7).
+	MaxClients = 7
+	// MaxPassword is the longest password: a Pascal string's length byte.
+	MaxPassword = 255
+	// ReferenceSkipAfter is the reference's Config.SkipAfter at its
+	// default 16 ms frame time: 4 / (16 ms / 64 ms).
+	ReferenceSkipAfter = 16
+)
+
+// Config configures a Session. Zero fields take the defaults documented
+// on them; a server session needs ClientID.
+type Config struct {
+	// Client makes this end log in to a server: its first message is the
+	// Login (command −8, serial 0) carrying Seed and Password, and
+	// nothing else is sent until the server's connection table (TOC)
+	// gives it its id (docs/protocols/avara.md §3.1). Without Client the
+	// session is a server's connection to one client.
+	Client bool
+	// Accept marks a server session created for a datagram from an
+	// unknown address: that first datagram must be a Login with the
+	// right password, else HandleDatagram returns an error wrapping
+	// engine.ErrRejected (engine.ErrMalformed when it does not parse) and
+	// the session, unchanged, stays in StateHandshake (the caller
+	// discards it). Accept with Client is invalid.
+	Accept bool
+	// ClientID is the player id a server gives this client, 1..MaxClients
+	// (the caller keeps ids unique among its clients). A client ignores
+	// it and learns its id from the TOC.
+	ClientID int8
+	// Password is compared byte for byte with the Login's Pascal string
+	// (a server), or sent in it (a client); at most MaxPassword bytes. A
+	// wrong password gets no answer on the wire, as with the reference.
+	Password []byte
+	// Seed is the client's login seed, sent as p3 of the Login and echoed
+	// in the TOC meant for it (the reference uses its tick count).
+	Seed int32
+	// Version is the network version the checksum covers
+	// (docs/protocols/avara.md §1.3); default DefaultVersion (18). A peer
+	// of another version is indistinguishable from a corrupting link.
+	Version uint16
+	// Cram is the cram level sent in the Control message, 0..MaxCram;
+	// default DefaultCram (3). Use −1 for 0 (a zero field takes the
+	// default).
+	Cram int8
+	// Table returns the peers' addresses a server sends in the TOC when
+	// the client logs in; nil sends an empty table. See Session.SendTOC
+	// for later tables.
+	Table func() TOC
+	// SkipAfter, when positive, mimics the reference receiver: once that
+	// many messages are held behind a missing one, the missing serial is
+	// skipped for good (docs/protocols/avara.md §3.3; ReferenceSkipAfter
+	// is the reference's value). 0, the default, never skips: delivery is
+	// strictly reliable and ordered.
+	SkipAfter int
+	// MaxDatagram is the largest datagram Poll writes, in bytes, between
+	// MinMaxDatagram and MaxDatagram (the default, 1024).
+	MaxDatagram int
+	// AckDelay is how long after a message arrives a pure acknowledgement
+	// goes out when nothing else does; default DefaultAckDelay (41 ms).
+	AckDelay time.Duration
+	// AckRTT times resends with the RFC 6298 RTO from the
+	// acknowledgements of messages sent once, at least RTOMin, instead of
+	// the reference's estimator, which only learns from game frames
+	// (command 17) and pings (31) and otherwise resends after 2 s. Only
+	// the timing of resends changes; it suits peers that both run this
+	// package, as rudp's streams do.
+	AckRTT bool
+	// RTOMin is the least resend timeout with AckRTT; default 10 ms.
+	RTOMin time.Duration
+	// HandshakeTimeout ends a client whose Login gets no TOC in time;
+	// default DefaultHandshakeTimeout (3 s). Negative means never.
+	HandshakeTimeout time.Duration
+	// DeadTimeout ends the session when its oldest unacknowledged message
+	// has waited this long and nothing was acknowledged meanwhile; default
+	// DefaultDeadTimeout (120 s).
+	DeadTimeout time.Duration
+	// IdleTimeout, when positive, ends the session with
+	// engine.ErrIdleTimeout after this long without a datagram from the
+	// peer. The protocol has no keepalive (docs/protocols/avara.md §3.5),
+	// so only an application that sends regularly can use it. 0 means
+	// never.
+	IdleTimeout time.Duration
+	// Linger bounds StateClosing; default DefaultLinger (20 s).
+	Linger time.Duration
+	// MaxQueued bounds the messages accepted by Send and not yet
+	// acknowledged; default DefaultMaxQueued (1024).
+	MaxQueued int
+	// Congestion selects the sender's congestion controller (BBR by
+	// default). It paces datagrams carrying messages and bounds the bytes
+	// in flight; nothing on the wire changes.
+	Congestion congestion.Algorithm
+	// Logger receives the congestion controller's events at Debug level;
+	// nil discards them.
+	Logger *slog.Logger
+}
+
+var errConfig = errors.New("avara: invalid config")
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.Version = cmp.Or(c.Version, DefaultVersion)
+	c.Cram = cmp.Or(c.Cram, DefaultCram)
+	if c.Cram < 0 {
+		c.Cram = 0
+	}
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, MaxDatagram)
+	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
+	c.RTOMin = cmp.Or(c.RTOMin, 10*time.Millisecond)
+	c.HandshakeTimeout = cmp.Or(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	c.DeadTimeout = cmp.Or(c.DeadTimeout, DefaultDeadTimeout)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
+	switch {
+	case c.Client && c.Accept:
+		return c, fmt.Errorf("%w: Client and Accept both set", errConfig)
+	case !c.Client && (c.ClientID < 1 || c.ClientID > MaxClients):
+		return c, fmt.Errorf("%w: ClientID %d outside 1..%d", errConfig, c.ClientID, MaxClients)
+	case len(c.Password) > MaxPassword:
+		return c, fmt.Errorf("%w: password of %d bytes, at most %d", errConfig, len(c.Password), MaxPassword)
+	case c.Cram > MaxCram:
+		return c, fmt.Errorf("%w: Cram %d above %d", errConfig, c.Cram, MaxCram)
+	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MaxDatagram:
+		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MaxDatagram)
+	case c.AckDelay < 0 || c.RTOMin < 0 || c.DeadTimeout < 0 || c.Linger < 0 || c.IdleTimeout < 0:
+		return c, fmt.Errorf("%w: negative timer", errConfig)
+	case c.SkipAfter < 0 || c.MaxQueued < 0:
+		return c, fmt.Errorf("%w: negative bound", errConfig)
+	}
+	return c, nil
+}

@@ -1,0 +1,108 @@
+// Package avara implements the Avara UDP transport, wire-compatible with
+// the game Avara's CUDPComm layer (avaraline/Avara at commit aaa5e63,
+// network version 18). Section references (§) are to
+// docs/protocols/avara.md in this repository, the notes that supplement
+// the wiki page "Technical: Packets: UDP Header" with what the reference
+// really does.
+//
+// ParseDatagram and AppendDatagram decode and encode datagrams as the
+// reference puts them on the wire (§1): little-endian fields, a
+// CRC-16/KERMIT computed with the network version in place of the CRC,
+// the ack field with its AckMap flag, and messages whose optional fields
+// are written exactly as the reference writes them. Session is one end of
+// one connection, a sans-I/O engine.Engine: the client's Login and the
+// server's TOC and Control replies (§3.1), serials stepping by 2 from 0,
+// the ack field and AckMap (§1.5, §3.3), resends (§3.4) and Logout
+// (§3.5). Every message is reliable and delivered in order, with its
+// command and parameters (engine.Params); game commands (0..127) pass
+// through opaquely, negative ones belong to the transport.
+//
+// # Choices and deviations
+//
+// Where the reference is silent, or where this package departs from it
+// (§5):
+//
+//   - Datagrams: never above Config.MaxDatagram (1024, the reference's
+//     send buffer; the reference can overrun it, §4.4), packed with as
+//     many due messages as fit (beyond the reference's 64-byte packing
+//     threshold); up to 16,384 bytes accepted. A datagram with a bad
+//     tail (a truncated message, a data length outside 0..984) is
+//     refused whole, where the reference keeps the messages before it.
+//   - NAT punch datagrams (7 bytes, §1.2): never sent; on receive they
+//     are ignored without error and without being counted, since they
+//     are part of the reference's traffic on the same socket.
+//   - Receiving: strictly reliable and ordered by default: a missing
+//     serial is waited for however many later messages are held (up to
+//     the 2048-serial window). Config.SkipAfter restores the reference's
+//     skipping (§3.3). Duplicates are acknowledged again.
+//   - Acknowledging: every datagram carries the ack field; a pure
+//     acknowledgement goes out Config.AckDelay (41 ms) after something
+//     arrived when nothing else did, at once after the peer's Logout.
+//     The AckMap is sent only while messages are held, only with bits
+//     0..31, only while every held serial lies within 64 of the base
+//     (past that the reference sender would alias bits, §4.1: the ack
+//     field goes alone), and never by a client before the server
+//     accepted it (§4.5).
+//   - Applying acknowledgements: an ack field older than the newest
+//     processed is ignored (the reference sends stale ones, §4.2); AckMap
+//     bits are trusted only while no message more than 64 serials beyond
+//     the map's base was ever sent (a reference receiver holding more
+//     sets aliased bits, §4.1). An ack field beyond the last serial sent
+//     rejects the datagram.
+//   - Resends: each message is resent when its retransmit time has
+//     passed since its last transmission, with no back-off. The
+//     retransmit time is the reference's (§3.4: 2 s at first, learning
+//     only from commands 17 and 31, within 32 ms..4 s), or with
+//     Config.AckRTT the RFC 6298 RTO from the newest message each
+//     datagram acknowledges, if sent once and after the previous
+//     acknowledgement. The reference's "urgent" first-send timer, which
+//     depends on the game's latency tolerance, is not reproduced. After
+//     3 datagrams of resends without hearing from the peer only new
+//     messages go out, plus the oldest unacknowledged one at its time
+//     (the reference sends nothing old; with its game sending every
+//     frame it always hears back, and without the exception two quiet
+//     throttled ends would wait for each other for ever).
+//   - Congestion control: the shared controller of internal/congestion
+//     (Config.Congestion) paces datagrams that carry messages and bounds
+//     the bytes in flight; a message's acknowledgement acknowledges the
+//     datagram of its latest transmission, and its resend time declares
+//     that datagram lost. Pure acknowledgements are not paced. The
+//     reference's own quota (§3.2) is a sender's limit; receivers take
+//     any rate.
+//   - Connections: a client sends its Login (serial 0, p3 Config.Seed,
+//     the password as a Pascal string, sender −1, ack field 0xFFFE) and
+//     nothing else until a TOC with its seed gives it its id; then it
+//     sends its Control. A server session (Config.Accept) opens only for
+//     a Login with the right password; a wrong one, or a full server (the
+//     caller's business), gets no answer, and the client ends after
+//     Config.HandshakeTimeout (3 s) with an error saying so. The server
+//     sends the TOC (Config.Table; Session.SendTOC for later ones) and its
+//     Control. A message whose sender byte names another player than the
+//     connection's rejects the datagram (the reference re-matches
+//     addresses instead, §3.1.5, which is a listener's business). The
+//     distribution field is parsed and ignored.
+//   - Close: Close queues a Logout (p1 our id) after what is pending and
+//     ends once everything is acknowledged, within Config.Linger (20 s,
+//     as the reference). A received Logout, or a Kill naming a client,
+//     ends the session after one acknowledgement; with messages of ours
+//     unacknowledged Err wraps engine.ErrPeerClosed.
+//   - Challenges: none. The protocol has no secret: anyone who can send
+//     from the peer's address and guess a serial within the window can
+//     inject any message, a Logout included, and the reference's closing
+//     side keeps acknowledging for 20 s, so a probe would not tell a
+//     genuine close from a spoofed one. Integrity between rudp peers
+//     comes from the root package's stream seal.
+//   - Timeouts: Config.DeadTimeout (120 s) ends a session whose oldest
+//     unacknowledged message waited that long with nothing acknowledged
+//     (engine.ErrRetransmitLimit), as the reference. There is no
+//     keepalive (§3.5); Config.IdleTimeout is off by default.
+//
+// # Bounds
+//
+// Pending messages: Config.MaxQueued (1024, engine.ErrQueueFull). In
+// flight: the 2048-serial window (1024 messages). Held out of order: the
+// same window, one slot per serial (a message beyond it is dropped
+// unacknowledged and sent again). Delivered and not yet taken by Recv:
+// MaxRecvQueue (4096), beyond which game messages are refused
+// unacknowledged, as with SetRecvOpen(false).
+package avara

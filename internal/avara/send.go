@@ -1,0 +1,218 @@
+package avara
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// packSize is the datagram size the congestion controller is asked about
+// before messages are packed: the reference's packing threshold
+// (docs/protocols/avara.md §1.6). A datagram may then grow up to
+// Config.MaxDatagram, overshooting the window by at most one datagram.
+const packSize = 64
+
+// Poll applies the timers at now, then writes the next datagram due into
+// buf and returns its length, or 0 when nothing is due. Call it until it
+// returns 0. buf must hold at least Config.MaxDatagram bytes; with a
+// shorter buf nothing is written.
+//
+// Every datagram starts with the ack field and, while messages are held
+// out of order, the AckMap (docs/protocols/avara.md §1.5, §5: only bits
+// 0..31, only while every held serial lies within 64 of the base, never
+// from a client the server has not accepted yet). Then come, in serial
+// order and as many as fit: messages whose resend time has come (the
+// retransmit time after their last transmission, no back-off; after 3
+// datagrams of resends without hearing from the peer, only the oldest
+// unacknowledged one), then new messages within the
+// 2048-serial window, transport messages first (§3.2, §3.4). Datagrams
+// carrying messages leave as the congestion controller allows; a pure
+// acknowledgement goes out Config.AckDelay after something arrived when
+// nothing else did.
+func (s *Session) Poll(now time.Time, buf []byte) int {
+	if s.state == engine.StateClosed {
+		return 0
+	}
+	s.now = now
+	if at, ok, err := s.end(); ok && !now.Before(at) {
+		s.fail(err)
+		return 0
+	}
+	if len(buf) < s.cfg.MaxDatagram {
+		return 0
+	}
+	s.detectLosses(now)
+	n := s.transmit(now, buf)
+	if n > 0 {
+		s.stats.PacketsSent++
+		s.stats.BytesSent += uint64(n)
+	}
+	if s.loggedOut && !s.owe {
+		s.state = engine.StateClosed
+		if s.pending > 0 {
+			s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+		}
+	}
+	return n
+}
+
+// detectLosses tells the controller that the datagrams whose messages'
+// resend time has come are lost.
+func (s *Session) detectLosses(now time.Time) {
+	for _, m := range s.flight {
+		if !m.acked && m.dg != nil && !now.Before(m.nextSend) && m.dg.pkt.InFlight() {
+			s.cc.OnLost(now, &m.dg.pkt)
+		}
+	}
+	s.updateCC(now, 0)
+}
+
+// updateCC ends a controller event with the RTT sample sample (0: none).
+func (s *Session) updateCC(now time.Time, sample time.Duration) {
+	srtt := s.est.srtt()
+	if s.rtt != nil && s.rtt.Sampled() {
+		srtt = s.rtt.SRTT()
+	}
+	s.cc.Update(now, congestion.RTT{Latest: sample, Smoothed: srtt, RTO: s.rto()})
+}
+
+// mayOpen reports whether new messages may go: a client only once the TOC
+// gave it its id (its Login excepted).
+func (s *Session) mayOpen() bool {
+	return s.state == engine.StateEstablished || s.state == engine.StateClosing
+}
+
+// nextNew returns the next message never sent, or nil.
+func (s *Session) nextNew() *outMsg {
+	if len(s.ctl) > 0 && (s.mayOpen() || s.ctl[0].params.Command == CommandLogin) {
+		return s.ctl[0]
+	}
+	if s.queue.Len() > 0 && s.mayOpen() {
+		return *s.queue.Front()
+	}
+	return nil
+}
+
+// inWindow reports whether the next serial lies within the send window.
+func (s *Session) inWindow() bool {
+	return s.nextSerial-(s.peerAck+2) < windowSerials
+}
+
+// sendable reports whether a message never sent may go now, the
+// congestion controller aside.
+func (s *Session) sendable() bool { return s.nextNew() != nil && s.inWindow() }
+
+// transmit writes the next datagram due, if any.
+func (s *Session) transmit(now time.Time, buf []byte) int {
+	b := s.appendAck(buf[:0])
+	var dg *dgram
+	resent := false
+	add := func(m *outMsg) bool {
+		w := Message{Serial: m.serial, SendCount: m.sendCount, Command: m.params.Command,
+			P1: m.params.P1, P2: m.params.P2, P3: m.params.P3, Data: m.data}
+		if m.firstSent.IsZero() {
+			w.Serial = s.nextSerial
+		}
+		if w.Serial <= SenderSerialMax {
+			w.Sender, w.HasSender = s.id, true
+		}
+		if len(b)+MessageLen(&w) > s.cfg.MaxDatagram {
+			return false
+		}
+		b = AppendMessage(b, &w)
+		if dg == nil {
+			dg = new(dgram)
+		}
+		if m.dg != nil {
+			m.dg.refs--
+		}
+		m.dg = dg
+		dg.refs++
+		if m.firstSent.IsZero() {
+			m.serial, m.firstSent = s.nextSerial, now
+			s.nextSerial += 2
+			s.flight = append(s.flight, m)
+			if !m.transport {
+				s.stats.MessagesSent++
+			}
+		} else {
+			resent = true
+			s.stats.Retransmits++
+		}
+		m.sendCount = min(m.sendCount+1, 0xFF)
+		m.nextSend = now.Add(s.rto())
+		return true
+	}
+	if s.cc.CanSend(now, packSize) {
+		throttled := s.unheard >= throttleResends
+		for _, m := range s.flight {
+			if m.acked {
+				continue
+			}
+			if !now.Before(m.nextSend) && !add(m) {
+				break
+			}
+			if throttled {
+				// The oldest unacknowledged message alone, so that two
+				// throttled ends do not wait for each other.
+				break
+			}
+		}
+		for s.inWindow() {
+			m := s.nextNew()
+			if m == nil || !add(m) {
+				break
+			}
+			if len(s.ctl) > 0 && s.ctl[0] == m {
+				s.ctl = s.ctl[1:]
+			} else {
+				s.queue.Pop()
+			}
+		}
+	}
+	if s.nextNew() == nil && s.cc.Room() > 0 {
+		s.cc.AppLimited()
+	}
+	if dg == nil {
+		if at, ok := s.ackDue(); !ok || now.Before(at) {
+			return 0
+		}
+	} else {
+		s.cc.OnSent(now, &dg.pkt, len(b), resent)
+		if resent {
+			s.unheard++
+		}
+	}
+	seal(b, s.cfg.Version)
+	s.owe = false
+	return len(b)
+}
+
+// appendAck appends the header: the ack field and, when it may be sent,
+// the AckMap.
+func (s *Session) appendAck(b []byte) []byte {
+	ackMap, ok := s.ackMap()
+	return appendHeader(b, s.expected-2, ok, ackMap)
+}
+
+// ackMap returns the AckMap of the held messages, and false when none
+// may be sent: nothing is held, a held serial lies more than 64 beyond
+// the base (bits 0..31 cannot name it; the reference would alias it,
+// docs/protocols/avara.md §4.1), or we are a client the server has not
+// accepted yet (§4.5).
+func (s *Session) ackMap() (uint32, bool) {
+	if s.nHeld == 0 || s.cfg.Client && s.state == engine.StateHandshake {
+		return 0, false
+	}
+	var m uint32
+	n := 0
+	for k := range 32 {
+		if s.isHeld(s.expected + 2*uint16(k)) {
+			m |= 1 << k
+			n++
+		}
+	}
+	return m, n == s.nHeld
+}

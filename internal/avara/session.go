@@ -1,0 +1,353 @@
+package avara
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var _ engine.Engine = (*Session)(nil)
+
+// Commands (docs/protocols/avara.md §3.6). Negative commands belong to
+// the transport; 0..MaxGameCommand are the game's.
+const (
+	CommandLogin       int8 = -8 // client to server: serial 0, p3 seed, Pascal password
+	CommandLogout      int8 = -7 // close: p1 the sender's id
+	CommandTOC         int8 = -5 // server to client: p1 its id, p3 its seed, the peers' addresses
+	CommandControl     int8 = -4 // p1 0, p2 the sender's cram level
+	CommandKill        int8 = -3 // server to clients: p1 the id of a departed client
+	CommandKeyAndMouse int8 = 17 // game frames; feed the reference's RTT estimate
+	CommandPing        int8 = 31 // game pings; p3 > 0 feeds the RTT estimate
+	// MaxGameCommand is the highest game command at the cited commit.
+	MaxGameCommand int8 = 36
+	// StreamCommand is the command rudp's stream frames ride in: outside
+	// the game's 0..MaxGameCommand, so a game never takes it for its own.
+	StreamCommand int8 = 100
+)
+
+// Bounds of the session's tables.
+const (
+	// windowSerials is the send window: a message more than this many
+	// serials beyond the last acknowledged one is not sent
+	// (docs/protocols/avara.md §3.2); the receive side holds messages up
+	// to as far ahead.
+	windowSerials = 2048
+	// heldSlots is the receive ring: one slot per serial of the window.
+	heldSlots = windowSerials / 2
+	// mapSerials is how far beyond the base an AckMap names serials
+	// (bits 0..31).
+	mapSerials = 64
+	// MaxRecvQueue bounds the messages delivered and not yet taken by
+	// Recv; at the bound new game messages are refused as with
+	// SetRecvOpen(false).
+	MaxRecvQueue = 4096
+	// throttleResends is how many resends go out without hearing from the
+	// peer before only never-sent messages go out
+	// (docs/protocols/avara.md §3.4).
+	throttleResends = 3
+)
+
+// outMsg is one message to send: accepted by Send, or a transport message.
+type outMsg struct {
+	serial    uint16
+	params    engine.Params
+	data      []byte
+	transport bool      // not counted in Pending
+	sendCount uint8     // transmissions so far, at most 255 on the wire
+	firstSent time.Time // zero until sent
+	nextSend  time.Time // when it is due again
+	acked     bool
+	dg        *dgram // its latest transmission, for the controller
+}
+
+// dgram is the congestion controller's record of a datagram that carried
+// messages; refs counts those whose latest transmission it is.
+type dgram struct {
+	pkt  congestion.Packet
+	refs int
+}
+
+// held is a message received ahead of the next expected serial.
+type held struct {
+	ok     bool
+	serial uint16
+	params engine.Params
+	data   []byte
+}
+
+// Session is one end of one Avara connection: a sans-I/O state machine
+// implementing engine.Engine. It is not safe for concurrent use.
+type Session struct {
+	cfg   Config
+	state engine.State
+	err   error
+
+	now, created, lastRecv time.Time
+
+	// Identities (docs/protocols/avara.md §3.1).
+	id       int8  // our player id: 0 on a server, from the TOC on a client (−1 before)
+	peerID   int8  // the connection's id: the client's on a server, 0 on a client
+	seed     int32 // a server's: the client's seed from its Login
+	table    TOC   // a client's: the last TOC
+	peerCram int8
+
+	// Sending (docs/protocols/avara.md §3.2, §3.4).
+	nextSerial uint16
+	ctl        []*outMsg // transport messages not yet sent, ahead of queue
+	queue      engine.FIFO[*outMsg]
+	flight     []*outMsg // sent, oldest first, from the oldest unacknowledged
+	peerAck    uint16    // the newest ack field processed
+	lastAcked  time.Time // when a message was last newly acknowledged
+	unheard    int       // resends since the peer was last heard
+	est        estimator
+	rtt        *engine.RTT // Config.AckRTT
+	cc         *congestion.Controller
+	pending    int
+	pendBytes  int
+
+	// Receiving (docs/protocols/avara.md §3.3).
+	expected  uint16
+	ring      []held // heldSlots, allocated when a message is first held
+	nHeld     int
+	owe       bool      // something arrived since our last datagram
+	oweSince  time.Time // when it first did
+	loggedOut bool      // the peer's Logout was processed: ack it, then end
+	recv      engine.FIFO[engine.Message]
+	recvShut  bool
+	dg        Datagram
+
+	closeAt time.Time
+	stats   engine.Stats
+}
+
+// New returns a session created at now, in StateHandshake. A client's
+// Login is due at once. It fails if cfg holds an impossible value (see
+// Config).
+func New(now time.Time, cfg Config) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		cfg:       cfg,
+		now:       now,
+		created:   now,
+		lastRecv:  now,
+		lastAcked: now,
+		peerAck:   NothingReceived,
+		est:       newEstimator(),
+		cc: congestion.New(now, congestion.Config{
+			Algorithm:   cfg.Congestion,
+			MaxDatagram: cfg.MaxDatagram,
+			Logger:      cfg.Logger,
+		}),
+	}
+	if cfg.AckRTT {
+		s.rtt = engine.NewRTT(time.Second, cfg.RTOMin, maxRetransmit)
+	}
+	if cfg.Client {
+		s.id, s.peerID = -1, 0
+		pw := append([]byte{byte(len(cfg.Password))}, cfg.Password...)
+		s.ctl = append(s.ctl, &outMsg{transport: true, data: pw,
+			params: engine.Params{Command: CommandLogin, P3: cfg.Seed}})
+	} else {
+		s.id, s.peerID = 0, cfg.ClientID
+	}
+	return s, nil
+}
+
+// ID returns our player id: 0 on a server, the id the TOC gave on a
+// client, −1 before it arrived.
+func (s *Session) ID() int8 { return s.id }
+
+// PeerID returns the connection's player id: the client's on a server, 0
+// (the server) on a client.
+func (s *Session) PeerID() int8 { return s.peerID }
+
+// Table returns the connection table a client received from its server,
+// with ok false before it arrived (a server returns the zero TOC and
+// false). Opening direct connections to the listed peers is the
+// caller's choice.
+func (s *Session) Table() (t TOC, ok bool) {
+	return s.table, s.cfg.Client && s.id >= 0
+}
+
+// SendTOC queues a TOC message with table t to a server's client: p1 its
+// id, p3 its seed (docs/protocols/avara.md §3.1), as a server sends to
+// every client when one joins. Errors: engine.ErrUnsupported on a client;
+// engine.ErrClosed unless established.
+func (s *Session) SendTOC(t TOC) error {
+	switch {
+	case s.cfg.Client:
+		return engine.ErrUnsupported
+	case s.state != engine.StateEstablished:
+		return engine.ErrClosed
+	}
+	s.queueTOC(&t)
+	return nil
+}
+
+func (s *Session) queueTOC(t *TOC) {
+	s.ctl = append(s.ctl, &outMsg{transport: true, data: appendTOC(nil, t),
+		params: engine.Params{Command: CommandTOC, P1: s.peerID, P3: s.seed}})
+}
+
+// queueControl queues our Control message: p1 0, p2 our cram level.
+func (s *Session) queueControl() {
+	s.ctl = append(s.ctl, &outMsg{transport: true, params: engine.Params{Command: CommandControl, P2: int16(s.cfg.Cram)}})
+}
+
+// maxMessage is the largest data Send accepts: what fits a datagram with
+// an AckMap and the longest message header, at most MaxData.
+func (s *Session) maxMessage() int {
+	return min(MaxData, s.cfg.MaxDatagram-HeaderLen-AckMapLen-MaxMessageHeader)
+}
+
+// Send queues a copy of p as a message with the command and parameters of
+// opt.Params. Every message is reliable and delivered in order
+// (docs/protocols/avara.md §3.2); an empty p is a message without data.
+// Errors:
+//   - engine.ErrClosed after Close or once the session ended;
+//   - engine.ErrUnsupported for a delivery other than Reliable, a
+//     Channel or MessageNumber other than 0, or a negative command (those
+//     belong to the transport: Login, Logout, TOC, Control...);
+//   - engine.ErrMessageTooLarge above Capabilities().MaxMessage (984
+//     bytes with the default MaxDatagram);
+//   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
+//
+// A client's messages wait until the TOC has given it its id.
+func (s *Session) Send(p []byte, opt engine.SendOptions) error {
+	switch {
+	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+		return engine.ErrClosed
+	case opt.Delivery != engine.Reliable, opt.Channel != 0, opt.MessageNumber != 0, opt.Params.Command < 0:
+		return engine.ErrUnsupported
+	case len(p) > s.maxMessage():
+		return engine.ErrMessageTooLarge
+	case s.pending >= s.cfg.MaxQueued:
+		return engine.ErrQueueFull
+	}
+	s.queue.Push(&outMsg{params: opt.Params, data: append([]byte(nil), p...)})
+	s.pending++
+	s.pendBytes += len(p)
+	return nil
+}
+
+// Recv returns the next delivered message, in serial order, with its
+// command and parameters in Params; Reliable is always true.
+func (s *Session) Recv() (engine.Message, bool) {
+	m, ok := s.recv.Take()
+	if ok {
+		s.stats.MessagesRecv++
+	}
+	return m, ok
+}
+
+// SetRecvOpen opens or closes the session to new game messages (see
+// engine.Engine). While it is closed, or MaxRecvQueue messages wait for
+// Recv, a new game message is dropped unacknowledged (not held either),
+// counted in Stats.Refused, and the peer resends it; acknowledgements,
+// transport messages and duplicates are handled as always.
+func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
+
+// refusing reports whether new game messages are refused now.
+func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
+
+// Close begins a graceful close at now (docs/protocols/avara.md §3.5). A
+// session not yet established closes at once. Otherwise a Logout (p1 our
+// id) is queued after what is pending, Send is refused, and the session
+// keeps sending, resending and acknowledging until everything, the Logout
+// included, is acknowledged (StateClosed, Err nil), or Config.Linger runs
+// out (Err wraps engine.ErrLingerTimeout if messages are left).
+func (s *Session) Close(now time.Time) {
+	switch s.state {
+	case engine.StateHandshake:
+		s.state = engine.StateClosed
+		return
+	case engine.StateEstablished:
+	default:
+		return
+	}
+	s.now = now
+	s.state = engine.StateClosing
+	s.closeAt = now
+	s.queue.Push(&outMsg{transport: true, params: engine.Params{Command: CommandLogout, P1: s.id}})
+}
+
+// State returns the lifecycle state: a client is established once the
+// TOC gave it its id, a server once it accepted the Login.
+func (s *Session) State() engine.State { return s.state }
+
+// Err returns why the session ended: an error wrapping
+// engine.ErrHandshakeTimeout (a client without a TOC: the password may be
+// wrong or the server full, which the reference does not answer), one
+// wrapping engine.ErrRetransmitLimit (Config.DeadTimeout without an
+// acknowledgement), engine.ErrIdleTimeout, one wrapping
+// engine.ErrLingerTimeout, or one wrapping engine.ErrPeerClosed when the
+// peer logged out with messages of ours pending. It is nil while open and
+// after a graceful close.
+func (s *Session) Err() error { return s.err }
+
+// SendRoom returns engine.SendRoom of the bytes of pending messages and
+// the congestion window (there is one channel).
+func (s *Session) SendRoom(uint8) int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
+
+// Pending returns the number of messages accepted by Send that are not
+// yet acknowledged. Transport messages are not counted.
+func (s *Session) Pending() int { return s.pending }
+
+// Stats returns a snapshot of the counters. SRTT, RTTVar and RTO are the
+// reference estimator's mean, deviation and retransmit time
+// (docs/protocols/avara.md §3.4), or with Config.AckRTT the RFC 6298
+// estimator's. Retransmits counts messages sent again; Duplicates counts
+// messages that had arrived before.
+func (s *Session) Stats() engine.Stats {
+	st := s.stats
+	st.SRTT, st.RTTVar, st.RTO = s.est.srtt(), s.est.dev(), s.rto()
+	if s.rtt != nil {
+		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
+	}
+	st.Congestion = s.cc.Stats()
+	return st
+}
+
+// Capabilities reports ordered reliable delivery on one channel.
+// MaxMessage is min(984, Config.MaxDatagram − 25): a datagram's header
+// and AckMap and the longest message header leave room for it.
+func (s *Session) Capabilities() engine.Capabilities {
+	return engine.Capabilities{
+		MaxMessage: s.maxMessage(),
+		MaxQueued:  s.cfg.MaxQueued,
+		Ordered:    true,
+		Channels:   1,
+	}
+}
+
+// Trim frees what an idle session keeps for traffic: the empty queues and
+// the receive ring when nothing is held.
+func (s *Session) Trim() {
+	s.queue.Trim()
+	s.recv.Trim()
+	if s.nHeld == 0 {
+		s.ring = nil
+	}
+	if len(s.flight) == 0 {
+		s.flight = nil
+	}
+}
+
+// fail ends the session with err.
+func (s *Session) fail(err error) {
+	s.state = engine.StateClosed
+	s.err = err
+}
+
+// lingerError is Err after Linger ran out.
+func (s *Session) lingerError() error {
+	if s.pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: avara: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
+}

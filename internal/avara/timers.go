@@ -1,0 +1,200 @@
+package avara
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// The reference's round-trip estimate (docs/protocols/avara.md §3.4), in
+// milliseconds.
+const (
+	initialRetransmit = 2000 * time.Millisecond
+	maxRetransmit     = 4000 * time.Millisecond
+	// frameTime is the reference's default frame time; the retransmit
+	// time is at least two frames.
+	frameTime     = 16 * time.Millisecond
+	minRetransmit = 2 * frameTime
+	initialMean   = 500.0
+	initialVar    = 64 * 64
+	// fpsScale is the frame time over the classic 64 ms frame.
+	fpsScale = float64(frameTime) / float64(64*time.Millisecond)
+	// earlySerials: while the highest serial acknowledged is at most
+	// this, samples only lower the mean.
+	earlySerials = 10
+)
+
+// estimator is the reference's RTT estimate: a mean and variance fed by
+// the acknowledgements of game frames and pings, and the retransmit time
+// derived from them. There is no back-off.
+type estimator struct {
+	mean, vari float64 // ms, ms²
+	retransmit time.Duration
+}
+
+func newEstimator() estimator {
+	return estimator{mean: initialMean, vari: initialVar, retransmit: initialRetransmit}
+}
+
+// sample feeds the round trip d of a message with command cmd and p3,
+// acknowledged while the highest serial acknowledged was early or not.
+func (e *estimator) sample(d time.Duration, cmd int8, p3 int32, early bool) {
+	ms := float64(d) / float64(time.Millisecond)
+	if early {
+		if ms < e.mean {
+			e.mean, e.vari = ms, min(ms*ms, initialVar)
+		}
+		return
+	}
+	var weight float64
+	switch {
+	case cmd == CommandKeyAndMouse:
+		weight = fpsScale
+	case cmd == CommandPing && p3 > 0:
+		weight = 25.6
+		ms *= 0.82
+		if diff := ms - e.mean; diff > 64 {
+			weight /= max(4, diff*diff/max(e.vari, 1))
+		}
+	default:
+		return
+	}
+	alpha := weight / 100
+	diff := ms - e.mean
+	e.mean += alpha * diff
+	e.vari = (1 - alpha) * (e.vari + alpha*diff*diff)
+	rt := time.Duration((e.mean + 2.5*math.Sqrt(e.vari)) * float64(time.Millisecond))
+	e.retransmit = max(minRetransmit, min(rt, maxRetransmit))
+}
+
+func (e *estimator) srtt() time.Duration { return time.Duration(e.mean * float64(time.Millisecond)) }
+func (e *estimator) dev() time.Duration {
+	return time.Duration(math.Sqrt(e.vari) * float64(time.Millisecond))
+}
+
+// rto is the time after which a message is sent again: the reference's
+// retransmit time, or the RFC 6298 RTO with Config.AckRTT.
+func (s *Session) rto() time.Duration {
+	if s.rtt != nil {
+		return s.rtt.RTO()
+	}
+	return s.est.retransmit
+}
+
+// Deadline returns when Poll must next be called: the earliest of the
+// next message due (a new one at once, within the window and as the
+// congestion controller allows; a resend at its time), the pure
+// acknowledgement, and the handshake, dead, idle and linger timers. It is
+// zero in StateClosed. A time not after the latest time passed in means
+// "now".
+func (s *Session) Deadline() time.Time {
+	if s.state == engine.StateClosed {
+		return time.Time{}
+	}
+	var d time.Time
+	earliest := func(t time.Time, ok bool) {
+		if ok && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	earliest(s.endAt())
+	earliest(s.ackDue())
+	if t, ok := s.dueAt(); ok {
+		if t.After(s.now) {
+			earliest(t, true)
+		} else {
+			// Due now: the congestion controller decides (never, when the
+			// window is full: an acknowledgement or a resend timer comes
+			// first).
+			n := s.cc.NextSend(s.now, packSize)
+			earliest(n, !n.IsZero())
+		}
+	}
+	earliest(s.lossAt())
+	return d
+}
+
+// lossAt returns when the next datagram still counted in flight is found
+// lost: the resend time of a message whose latest transmission it is.
+// The congestion controller may hold resends back until then.
+func (s *Session) lossAt() (time.Time, bool) {
+	var t time.Time
+	for _, m := range s.flight {
+		if !m.acked && m.dg != nil && m.dg.pkt.InFlight() && (t.IsZero() || m.nextSend.Before(t)) {
+			t = m.nextSend
+		}
+	}
+	return t, !t.IsZero()
+}
+
+// dueAt returns when the next message is due, ignoring the congestion
+// controller: now for a message never sent that may go, else the
+// earliest resend; false when there is none.
+func (s *Session) dueAt() (time.Time, bool) {
+	if s.sendable() {
+		return s.now, true
+	}
+	var t time.Time
+	for _, m := range s.flight {
+		if !m.acked && (t.IsZero() || m.nextSend.Before(t)) {
+			t = m.nextSend
+			if s.unheard >= throttleResends {
+				break // throttled: the oldest alone
+			}
+		}
+	}
+	return t, !t.IsZero()
+}
+
+// ackDue returns when a pure acknowledgement is due: AckDelay after
+// something arrived, at once when the peer logged out.
+func (s *Session) ackDue() (time.Time, bool) {
+	switch {
+	case !s.owe:
+		return time.Time{}, false
+	case s.loggedOut:
+		return s.now, true
+	}
+	return s.oweSince.Add(s.cfg.AckDelay), true
+}
+
+// endAt returns when the session fails by itself: the handshake timeout,
+// the dead timeout of the oldest unacknowledged message, the idle
+// timeout, or the end of Linger.
+func (s *Session) endAt() (time.Time, bool) {
+	at, ok, _ := s.end()
+	return at, ok
+}
+
+func (s *Session) end() (at time.Time, ok bool, err error) {
+	consider := func(t time.Time, e error) {
+		if !ok || t.Before(at) {
+			at, ok, err = t, true, e
+		}
+	}
+	if s.state == engine.StateHandshake && s.cfg.Client && s.cfg.HandshakeTimeout > 0 {
+		consider(s.created.Add(s.cfg.HandshakeTimeout), fmt.Errorf(
+			"%w: avara: no connection table from the server within %v: the password may be wrong or the server full",
+			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
+	}
+	for _, m := range s.flight {
+		if !m.acked {
+			from := m.firstSent
+			if s.lastAcked.After(from) {
+				from = s.lastAcked
+			}
+			consider(from.Add(s.cfg.DeadTimeout), fmt.Errorf("%w: avara: nothing acknowledged for %v",
+				engine.ErrRetransmitLimit, s.cfg.DeadTimeout))
+			break
+		}
+	}
+	if s.cfg.IdleTimeout > 0 {
+		consider(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
+	}
+	if s.state == engine.StateClosing {
+		consider(s.closeAt.Add(s.cfg.Linger), s.lingerError())
+	}
+	return at, ok, err
+}

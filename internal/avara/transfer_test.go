@@ -1,0 +1,84 @@
+package avara
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
+	"github.com/stretchr/testify/require"
+)
+
+// flowOptions sends message i of a flow with game command i % 37 and
+// parameters from i.
+func flowOptions(i int) engine.SendOptions {
+	return engine.SendOptions{Params: engine.Params{Command: int8(i % 37), P1: int8(i), P2: int16(-i), P3: int32(i * 70001)}}
+}
+
+func TestLossyTransferExactlyOnce(t *testing.T) {
+	const total = 2000
+	cfg := Config{AckRTT: true, HandshakeTimeout: time.Minute}
+	p := newPair(t, cfg, cfg, 15*ms, 0.3, 2026)
+	ab, ba := enginetest.NewFlow("ab", total, 1), enginetest.NewFlow("ba", total, 2)
+	p.RunFlows(1_000_000, ab, ba, flowOptions)
+	for _, s := range []*Session{p.A, p.B} {
+		st := s.Stats()
+		require.Equal(t, engine.StateEstablished, s.State())
+		require.Equal(t, uint64(total), st.MessagesSent)
+		require.Equal(t, uint64(total), st.MessagesRecv)
+		require.NotZero(t, st.Retransmits)
+		require.NotZero(t, st.Duplicates)
+	}
+	t.Logf("virtual time %v, a: %+v", p.Now.Sub(t0), p.A.Stats())
+}
+
+// TestSkipAfter: with Config.SkipAfter a receiver gives up a missing
+// serial once that many later messages are held, as the reference does
+// (docs/protocols/avara.md §3.3): a message lost for good is skipped and
+// the rest delivered in order; without it, nothing is skipped.
+func TestSkipAfter(t *testing.T) {
+	for _, skip := range []int{0, 4} {
+		s := openServer(t, Config{SkipAfter: skip})
+		for serial := uint16(4); serial <= 12; serial += 2 {
+			require.NoError(t, s.HandleDatagram(t0, datagram(Datagram{Ack: NothingReceived,
+				Messages: []Message{{Serial: serial, Command: 1, Data: []byte{byte(serial)}, Sender: 1, HasSender: true}}})))
+		}
+		if skip == 0 {
+			require.Empty(t, drain(s))
+			require.Equal(t, 5, s.nHeld)
+			continue
+		}
+		require.Equal(t, []string{"\x04", "\x06", "\x08", "\x0a", "\x0c"}, drain(s), "serial 2 skipped at the 4th held, then 12 in order")
+	}
+}
+
+func BenchmarkSessionTransfer(b *testing.B) {
+	msg := bytes.Repeat([]byte{'x'}, MaxData)
+	now := t0
+	tx := newSession(b, now, Config{Client: true, AckRTT: true})
+	rx := newSession(b, now, Config{Accept: true, ClientID: 1, AckRTT: true})
+	buf := make([]byte, MaxDatagram)
+	exchange := func(from, to *Session) {
+		for {
+			n := from.Poll(now, buf)
+			if n == 0 {
+				return
+			}
+			if err := to.HandleDatagram(now, buf[:n]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for i := 0; tx.State() != engine.StateEstablished; i++ {
+		require.Less(b, i, 100)
+		now = now.Add(10 * time.Millisecond)
+		exchange(tx, rx)
+		exchange(rx, tx)
+	}
+	enginetest.BenchmarkTransfer(b, tx, rx, msg, engine.SendOptions{Params: engine.Params{Command: StreamCommand}}, func() {
+		now = now.Add(time.Millisecond)
+		exchange(tx, rx)
+		exchange(rx, tx)
+	})
+}
