@@ -11,6 +11,7 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/rudpkit/rudp/internal/wirefox"
 )
 
 // acceptQueue holds a listener's new peers: those still in their handshake
@@ -169,6 +170,8 @@ func (c *Config) isOpening(p []byte) bool {
 		return porous.IsOpening(p)
 	case LLUDP:
 		return lludp.IsOpening(p)
+	case Wirefox:
+		return wirefox.IsOpening(p)
 	}
 	return airhook.IsOpening(p)
 }

@@ -130,6 +130,16 @@ type Config struct {
 	// pieces. Default 1 MiB; at most MaxMessagePOROUS (95,158,272).
 	MaxMessage int
 
+	// WirefoxChannels is the Wirefox channel table of message conns: entry
+	// i is the mode of channel i+1 (WirefoxUnordered, WirefoxOrdered or
+	// WirefoxSequenced); channel 0 is always there, unordered. Wirefox
+	// does not negotiate channels: the table must be the one the peer
+	// application created, in the same order (the reference terminates
+	// on a channel it lacks), and a message on a channel outside it fails
+	// with ErrUnsupported. At most MaxWirefoxChannels (255) entries;
+	// default none. Stream conns ignore it: they use channel 1, ORDERED.
+	WirefoxChannels []WirefoxChannelMode
+
 	// Circuit is what an LLUDP client sends in its UseCircuitCode message
 	// to open the circuit. A zero Circuit.Code is replaced by a random
 	// code. A listener accepts any circuit; MessageConn.Circuit reports it.
@@ -148,7 +158,10 @@ type Config struct {
 	// ResendLimit is how many times LLUDP resends an unacknowledged
 	// reliable message before the conn fails with ErrRetransmitLimit. Zero
 	// means no limit (a dead peer still ends in ErrIdleTimeout); the Second
-	// Life viewer uses 3.
+	// Life viewer uses 3. For Wirefox message conns it is how many times
+	// a packet is sent before the conn fails with ErrRetransmitLimit
+	// (the reference's limit is 6); zero means no limit here too (Wirefox
+	// streams resend without limit).
 	ResendLimit int
 
 	// Congestion selects the sender's congestion controller. Default BBR;

@@ -219,7 +219,7 @@ func (c *Conn) deliver(m engine.Message) {
 		return
 	}
 	c.active = time.Now()
-	if err := c.st.HandleFrame(m.Data); err != nil {
+	if err := c.st.HandleFrame(m.Data[len(c.cfg.streamPrefix()):]); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
 	if c.recycle != nil {
@@ -256,7 +256,10 @@ func (c *Conn) pump(now time.Time) {
 				if c.frame == nil {
 					c.frame = framePool.Get().(*[maxSend]byte)[:c.maxFrame]
 				}
-				c.held = c.st.NextFrame(c.frame)
+				pre := c.cfg.streamPrefix()
+				if c.held = c.st.NextFrame(c.frame[len(pre):]); c.held > 0 {
+					c.held += copy(c.frame, pre)
+				}
 			}
 			if c.held == 0 {
 				framePool.Put((*[maxSend]byte)(c.frame[:maxSend]))

@@ -30,15 +30,19 @@ func (d Delivery) String() string { return engine.Delivery(d).String() }
 // Message is one protocol message with its metadata.
 type Message struct {
 	// Data is the message body. Airhook: 1 to 256 bytes; POROUS: up to
-	// Config.MaxMessage bytes; LLUDP: up to 1190 bytes.
+	// Config.MaxMessage bytes; LLUDP: up to 1190 bytes; Wirefox: the
+	// command byte, 15 (USER_PACKET) or above, then the payload, up to
+	// Config.MaxMessage bytes in all (a lower command fails with
+	// ErrUnsupported; only user commands are delivered).
 	Data []byte
-	// Delivery is the delivery mode; the zero value is Reliable. On a
-	// received message it is Unreliable only where the wire says so
-	// (LLUDP's reliable flag); POROUS does not carry the mode, so its
+	// Delivery is the delivery mode; the zero value is Reliable; Wirefox
+	// refuses Passive. On a received message it is Unreliable only where
+	// the wire says so (LLUDP's and Wirefox's reliable flags); POROUS does not carry the mode, so its
 	// messages read as Reliable.
 	Delivery Delivery
-	// Channel is the POROUS channel, below Config.Channels; 0 on the
-	// other protocols.
+	// Channel is the POROUS channel, below Config.Channels, or the
+	// Wirefox channel, 0 to len(Config.WirefoxChannels); 0 on the other
+	// protocols.
 	Channel uint8
 	// Number is the LLUDP message number in the template's full form:
 	// High n is n (1..254), Medium n is 0xFF00|n, Low n is 0xFFFF0000|n,
@@ -72,6 +76,17 @@ type Message struct {
 //     end opens the circuit with UseCircuitCode (Config.Circuit). Close
 //     delivers what was written, then sends CloseCircuit; the peer's reads
 //     then return io.EOF.
+//   - Wirefox: each message is a command byte (15 and above are the
+//     application's; 15 is USER_PACKET) followed by its payload, up to
+//     Config.MaxMessage bytes (16 MiB at most, fragmented into 1200-byte
+//     segments), reliable or unreliable, on channel 0 (unordered) or a
+//     channel of Config.WirefoxChannels (ordered, sequenced or
+//     unordered, as the table says; it must mirror the peer's).
+//     Handshake, acks, NAKs and resends are handled here; only user
+//     commands are delivered. Close delivers what was written, then sends
+//     DISCONNECT_REQUEST; the peer's reads then return io.EOF. Connections
+//     are unencrypted: a peer that requires encryption is refused with
+//     ErrIncompatible.
 //
 // As a net.Conn, each Write sends one reliable message and each Read
 // returns one whole message; a buffer too short for the next message gets

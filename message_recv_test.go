@@ -11,6 +11,7 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/rudpkit/rudp/internal/wirefox"
 	"github.com/stretchr/testify/require"
 )
 
@@ -139,6 +140,7 @@ func TestMessageCloseConfirmsNoMore(t *testing.T) {
 	const count, read, queue = 300, 50, 50
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
+			skipWirefox(t, p, "a datagram taken in part before the queue filled stays unacknowledged")
 			t.Parallel()
 			now := time.Now()
 			var eng engine.Engine
@@ -150,6 +152,8 @@ func TestMessageCloseConfirmsNoMore(t *testing.T) {
 				eng, err = porous.New(now, porous.Config{Accept: true})
 			case LLUDP:
 				eng, err = lludp.New(now, lludp.Config{Accept: true})
+			case Wirefox:
+				eng, err = wirefox.New(now, wirefox.Config{Accept: true, SendLimit: -1})
 			}
 			require.NoError(t, err)
 			addr, stop := runRawPeer(t, eng, count, testNumber(p))

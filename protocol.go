@@ -14,6 +14,7 @@ import (
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/rudpkit/rudp/internal/wirefox"
 )
 
 // Protocol selects the wire protocol (the reliability engine) a conn speaks.
@@ -39,7 +40,35 @@ const (
 	// order. A circuit opens with UseCircuitCode (Config.Circuit). Streams
 	// ride in message number StreamMessageNumber.
 	LLUDP Protocol = 3
+	// Wirefox is the Wirefox protocol, wire-compatible with
+	// iridinite/wirefox at commit 0897fcf: a three-way handshake,
+	// acknowledgements and NAKs per datagram, channel 0 (unordered) plus
+	// the channels of Config.WirefoxChannels, reliable and unreliable
+	// messages of up to 16 MiB fragmented into 1200-byte segments, every
+	// datagram within 1300 bytes, unencrypted. A message is a command
+	// byte (15 or above) followed by its payload. Streams ride on an
+	// ORDERED channel 1 with command WirefoxStreamCommand.
+	Wirefox Protocol = 4
 )
+
+// WirefoxChannelMode is how a Wirefox channel delivers its messages:
+// WirefoxUnordered, WirefoxOrdered or WirefoxSequenced.
+type WirefoxChannelMode = wirefox.ChannelMode
+
+// Wirefox channel modes (Config.WirefoxChannels).
+const (
+	// WirefoxUnordered delivers messages as they arrive.
+	WirefoxUnordered = wirefox.Unordered
+	// WirefoxOrdered delivers messages in the order they were sent.
+	WirefoxOrdered = wirefox.Ordered
+	// WirefoxSequenced drops a message older than the newest delivered.
+	WirefoxSequenced = wirefox.Sequenced
+)
+
+// WirefoxStreamCommand is the Wirefox command byte that starts every
+// message carrying a stream's frame; streams use channel 1, ORDERED, on
+// both ends (a stream conn ignores Config.WirefoxChannels).
+const WirefoxStreamCommand = 0xFF
 
 // StreamMessageNumber is the LLUDP message number (Low 65000, sent as
 // FF FF FD E8) that carries rudp's stream frames. The Second Life message
@@ -47,7 +76,7 @@ const (
 const StreamMessageNumber = lludp.StreamMessage
 
 // String returns the protocol's name in lower case ("airhook", "porous",
-// "lludp"), or "default" for the zero value.
+// "lludp", "wirefox"), or "default" for the zero value.
 func (p Protocol) String() string {
 	switch p {
 	case 0:
@@ -58,12 +87,14 @@ func (p Protocol) String() string {
 		return "porous"
 	case LLUDP:
 		return "lludp"
+	case Wirefox:
+		return "wirefox"
 	}
 	return fmt.Sprintf("protocol(%d)", uint8(p))
 }
 
 // ParseProtocol returns the Protocol named s ("airhook", "porous",
-// "lludp"), as printed by Protocol.String, in any case ("POROUS" and
+// "lludp", "wirefox"), as printed by Protocol.String, in any case ("POROUS" and
 // "Airhook" too). It returns an error wrapping ErrUnknownProtocol for any
 // other name.
 func ParseProtocol(s string) (Protocol, error) {
@@ -77,7 +108,7 @@ func ParseProtocol(s string) (Protocol, error) {
 
 // Protocols lists the protocols this version of rudp implements, the
 // default first.
-func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP} }
+func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP, Wirefox} }
 
 // Circuit is what an LLUDP client presents in its UseCircuitCode message
 // when it opens a circuit; a Second Life region expects the values its
@@ -125,6 +156,8 @@ const (
 func (c *Config) validateProtocol() error {
 	switch c.Protocol {
 	case Airhook, LLUDP:
+	case Wirefox:
+		return c.validateWirefox()
 	case POROUS:
 		if c.Channels > MaxChannels {
 			return fmt.Errorf("rudp: Config.Channels %d above %d", c.Channels, MaxChannels)
@@ -245,6 +278,9 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			RejectNewPeerSession: stream,
 		})
 	}
+	if c.Protocol == Wirefox {
+		return c.newWirefox(now, log, stream, accept)
+	}
 	maxDatagram := c.MTU
 	if stream {
 		maxDatagram -= sealLen // see seal
@@ -267,8 +303,11 @@ const streamChannel = 0
 
 // streamOptions are the send options of a stream's frames.
 func (c *Config) streamOptions() engine.SendOptions {
-	if c.Protocol == LLUDP {
+	switch c.Protocol {
+	case LLUDP:
 		return engine.SendOptions{MessageNumber: lludp.StreamMessage}
+	case Wirefox:
+		return engine.SendOptions{Channel: wirefoxStreamChannel}
 	}
 	return engine.SendOptions{}
 }
@@ -276,7 +315,22 @@ func (c *Config) streamOptions() engine.SendOptions {
 // isStreamFrame reports whether a delivered message carries a stream frame
 // (LLUDP may deliver other message numbers, which a stream ignores).
 func (c *Config) isStreamFrame(m engine.Message) bool {
-	return c.Protocol != LLUDP || m.MessageNumber == lludp.StreamMessage
+	switch c.Protocol {
+	case LLUDP:
+		return m.MessageNumber == lludp.StreamMessage
+	case Wirefox:
+		return m.Channel == wirefoxStreamChannel && len(m.Data) > 0 && m.Data[0] == WirefoxStreamCommand
+	}
+	return true
+}
+
+// streamPrefix is what precedes a stream's frame in its message: the
+// Wirefox command byte, nothing for the other protocols.
+func (c *Config) streamPrefix() []byte {
+	if c.Protocol == Wirefox {
+		return []byte{WirefoxStreamCommand}
+	}
+	return nil
 }
 
 // random64 draws 64 random bits from Config.Rand, or from crypto/rand

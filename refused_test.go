@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"bytes"
 	"context"
 	"syscall"
 	"testing"
@@ -117,7 +118,7 @@ func TestVanishedPeerRefused(t *testing.T) {
 
 			require.NoError(t, ln.ep.pc.Close()) // the peer vanishes
 			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-			m := Message{Data: make([]byte, 100), Number: testNumber(p)}
+			m := Message{Data: bytes.Repeat([]byte{15}, 100), Number: testNumber(p)} // 15: a Wirefox user command
 			for {
 				if err = c.WriteMessage(m); err != nil {
 					break

@@ -1,0 +1,173 @@
+package wirefox
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+)
+
+// ChannelMode is how a channel other than 0 delivers its messages
+// (docs/protocols/wirefox.md §3.5).
+type ChannelMode uint8
+
+const (
+	// Unordered: messages are delivered as they arrive (sequence 0 on the
+	// wire).
+	Unordered ChannelMode = iota
+	// Ordered: messages are delivered in the order they were sent; a gap
+	// holds the later ones back until it is filled.
+	Ordered
+	// Sequenced: a message older than the newest delivered is dropped;
+	// the others are delivered at once.
+	Sequenced
+)
+
+// String returns "unordered", "ordered" or "sequenced".
+func (m ChannelMode) String() string {
+	switch m {
+	case Unordered:
+		return "unordered"
+	case Ordered:
+		return "ordered"
+	case Sequenced:
+		return "sequenced"
+	}
+	return "mode(?)"
+}
+
+// Defaults and limits of Config (docs/protocols/wirefox.md §6).
+const (
+	// MaxChannels is the most channels of Config.Channels (1..255 on the
+	// wire; channel 0 is always there).
+	MaxChannels = 255
+	// MinMaxDatagram is the smallest Config.MaxDatagram: a 1200-byte
+	// segment with its largest headers.
+	MinMaxDatagram = 7 + 23 + SegmentSize
+	// DefaultSendLimit is the reference's number of sends of a reliable
+	// packet (docs/protocols/wirefox.md §3.4).
+	DefaultSendLimit = 6
+	// DefaultKeepAlive is how long the session may go without sending
+	// before it sends a keepalive packet.
+	DefaultKeepAlive = 5 * time.Second
+	// DefaultIdleTimeout ends a session without any datagram from the
+	// peer for that long.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultLinger is the longest time spent in StateClosing.
+	DefaultLinger = 5 * time.Second
+	// DefaultMaxQueued bounds the messages pending.
+	DefaultMaxQueued = 1024
+	// DefaultMaxRecvBuffer bounds the bytes held for reassembly and
+	// ordering: two messages of the largest size.
+	DefaultMaxRecvBuffer = 2 * MaxMessage
+	// HandshakeInterval and HandshakeAttempts are the reference's
+	// handshake resend timing (docs/protocols/wirefox.md §3.2).
+	HandshakeInterval = 2 * time.Second
+	HandshakeAttempts = 4
+)
+
+// Config configures a Session. The zero value is a server with no
+// channel but channel 0 and every default.
+type Config struct {
+	// Client makes this end send INITIAL_CLIENT (docs/protocols/wirefox.md
+	// §3.2). Without it the session is a server waiting for one.
+	Client bool
+	// Accept marks a server session created for a datagram from an
+	// unknown address: that first datagram must be an INITIAL_CLIENT, else
+	// HandleDatagram returns an error wrapping engine.ErrRejected or
+	// engine.ErrMalformed and the session stays unchanged (the caller
+	// discards it). Accept with Client is invalid.
+	Accept bool
+	// PeerID is this end's PeerID; 0 draws one from Rand.
+	PeerID uint64
+	// Rand is the source of the PeerID (crypto/rand when nil).
+	Rand io.Reader
+	// Channels is the channel table: Channels[i] is the mode of channel
+	// i+1, created in that order by the reference's application
+	// (docs/protocols/wirefox.md §3.5). Channels are not negotiated: the
+	// table must mirror the peer's. At most MaxChannels entries.
+	Channels []ChannelMode
+	// MaxDatagram is the largest datagram Poll writes, in bytes: MTU
+	// (1300) by default, MinMaxDatagram to MTU.
+	MaxDatagram int
+	// MaxMessage is the largest message blob (command byte included) Send
+	// takes and the receiver reassembles, in bytes; default and maximum
+	// MaxMessage (16 MiB). A longer message from the peer is dropped
+	// (Stats.TooLarge).
+	MaxMessage int
+	// MaxQueued bounds the messages accepted by Send and not yet
+	// acknowledged (engine.ErrQueueFull); default DefaultMaxQueued.
+	MaxQueued int
+	// MaxRecvBuffer bounds the bytes held for reassembly and for ORDERED
+	// channels waiting for a gap; default DefaultMaxRecvBuffer, at least
+	// MaxMessage. A packet that would go beyond is refused
+	// unacknowledged (the peer resends it) unless it is of the next
+	// message of its channel.
+	MaxRecvBuffer int
+	// SendLimit is how many times a reliable packet is sent before the
+	// session fails with engine.ErrRetransmitLimit: DefaultSendLimit (6,
+	// the reference) when 0; negative means unlimited (IdleTimeout ends a
+	// dead session).
+	SendLimit int
+	// KeepAlive: after this long without sending anything the session
+	// sends a keepalive, a reliable packet of the unused command PONG
+	// (1) on channel 0, which the peer acknowledges; default
+	// DefaultKeepAlive, negative for none.
+	KeepAlive time.Duration
+	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
+	// long without an accepted datagram; default DefaultIdleTimeout,
+	// negative for never. The reference has none.
+	IdleTimeout time.Duration
+	// HandshakeTimeout, when positive, ends the handshake earlier than
+	// its 4 attempts 2 s apart.
+	HandshakeTimeout time.Duration
+	// Linger bounds StateClosing; default DefaultLinger.
+	Linger time.Duration
+	// Challenge makes an established session challenge a
+	// DISCONNECT_REQUEST, and a new INITIAL_CLIENT from the peer's
+	// address, before acting on it (see the package doc). Only for peers
+	// running this package: the reference keeps acknowledging after its
+	// DISCONNECT_REQUEST, so its genuine close would be refused.
+	Challenge bool
+	// Congestion selects the sender's congestion controller.
+	Congestion congestion.Algorithm
+	// Logger receives the congestion controller's events; nil discards.
+	Logger *slog.Logger
+}
+
+var errConfig = errors.New("wirefox: invalid config")
+
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, MTU)
+	c.MaxMessage = cmp.Or(c.MaxMessage, MaxMessage)
+	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
+	c.MaxRecvBuffer = cmp.Or(c.MaxRecvBuffer, max(DefaultMaxRecvBuffer, c.MaxMessage))
+	c.SendLimit = cmp.Or(c.SendLimit, DefaultSendLimit)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	switch {
+	case c.Client && c.Accept:
+		return c, fmt.Errorf("%w: Client and Accept both set", errConfig)
+	case len(c.Channels) > MaxChannels:
+		return c, fmt.Errorf("%w: %d channels above %d", errConfig, len(c.Channels), MaxChannels)
+	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MTU:
+		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MTU)
+	case c.MaxMessage < 1 || c.MaxMessage > MaxMessage:
+		return c, fmt.Errorf("%w: MaxMessage %d outside 1..%d", errConfig, c.MaxMessage, MaxMessage)
+	case c.MaxQueued < 0 || c.MaxRecvBuffer < c.MaxMessage:
+		return c, fmt.Errorf("%w: MaxQueued %d, MaxRecvBuffer %d", errConfig, c.MaxQueued, c.MaxRecvBuffer)
+	case c.HandshakeTimeout < 0 || c.Linger < 0:
+		return c, fmt.Errorf("%w: negative timer", errConfig)
+	}
+	for i, m := range c.Channels {
+		if m > Sequenced {
+			return c, fmt.Errorf("%w: channel %d mode %d", errConfig, i+1, m)
+		}
+	}
+	return c, nil
+}

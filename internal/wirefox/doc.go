@@ -1,0 +1,93 @@
+// Package wirefox implements Wirefox, wire-compatible with iridinite/wirefox
+// at commit 0897fcf (the project's WireFormat.md is out of date; see the
+// notes). Section references (§) are to docs/protocols/wirefox.md in this
+// repository, the notes that give the exact bytes the reference puts on
+// the wire and its behaviour.
+//
+// ParseDatagram and AppendDatagram encode and decode the datagram header
+// (§1.2): flags most significant bit first, a big-endian datagram ID, ACK
+// and NAK lists of 1..256 IDs with count − 1 on the wire, and the
+// data-length field, which is written exactly and never relied upon on
+// receive (§4 bug 1). ParsePacket and AppendPacket do the same for the
+// packet header (§1.3): SEG and BIG flags, packet ID, options, channel,
+// per-channel sequence, length before offset, split fields.
+// ParseHandshake, AppendHandshake and AppendOOB build the out-of-band
+// CONNECT_ATTEMPT messages (§1.5). Session is one end of one connection,
+// a sans-I/O engine.Engine.
+//
+// # Choices and deviations
+//
+// Where the reference is silent, or where this package departs from it
+// (§4, §5):
+//
+//   - Handshake: INITIAL_CLIENT, INITIAL_SERVER, UNENCRYPTED_ACK (§3.2),
+//     repeated every 2 s, 4 attempts, then Err wraps
+//     engine.ErrHandshakeTimeout. A client that receives INITIAL_SERVER
+//     again after it completed sends UNENCRYPTED_ACK again, and its first
+//     connected datagram follows UNENCRYPTED_ACK; a server takes a
+//     connected datagram from a client it answered as its UNENCRYPTED_ACK
+//     (both §5). A server refuses another protocol version
+//     (INCOMPATIBLE_VERSION) and a client asking for encryption
+//     (INCOMPATIBLE_SECURITY) with ERROR_OCCURRED and ends with
+//     engine.ErrIncompatible. A client's ERROR_OCCURRED ends it with
+//     engine.ErrIncompatible, ErrNoFreeSlots, ErrAlreadyConnected or
+//     ErrConnectRefused. ALREADY_CONNECTED concerns a whole endpoint and
+//     is never sent here.
+//   - Reliability (§3.3, §3.4): datagram IDs and packet IDs from 0;
+//     every transmission in a new datagram; ACK and NAK lists in ack-only
+//     datagrams when more than 10 IDs are owed or after 10 ms; a NAKed
+//     datagram's packets are sent again at once; the timeout is the
+//     reference's (105 ms, then 2·avg + 4·(max − min) + 5 ms over 32
+//     samples) times the number of sends. After Config.SendLimit sends (6)
+//     Err wraps engine.ErrRetransmitLimit. Several resent and new packets
+//     share a datagram, within Config.MaxDatagram (at most 1300 bytes,
+//     §4 bug 2); datagrams up to RecvBuffer (2048) bytes are received.
+//   - Congestion control: the shared controller of internal/congestion
+//     (BBR by default) paces the datagrams and bounds those in flight;
+//     RACK (RFC 8985) finds lost datagrams from the acks as a NAK would.
+//     Nothing on the wire changes.
+//   - Channels: channel 0 and Config.Channels, which must mirror the
+//     peer's table (§3.5); a packet on another channel is rejected whole.
+//     The channels with something to send take turns by deficit round
+//     robin, a datagram's worth each. Unreliable messages are sent once;
+//     their segments, as in the reference, reliably.
+//   - Messages are blobs: the command byte, then the payload (§1.4). Send
+//     takes user commands (15 and above) only; internal commands received
+//     are not delivered (DISCONNECT_REQUEST closes, the others are
+//     dropped).
+//   - Keepalive and idle timeout: the reference has neither (§3.7). After
+//     Config.KeepAlive without sending, the session sends a reliable
+//     packet of the unused command PONG (1) on channel 0: to the reference
+//     an internal command it acknowledges and drops. Config.IdleTimeout
+//     ends the session with engine.ErrIdleTimeout.
+//   - Close: Close sends the pending messages, then a reliable
+//     DISCONNECT_REQUEST, and closes on DISCONNECT_ACK or after
+//     Config.Linger. The peer's DISCONNECT_REQUEST is answered with an
+//     out-of-band DISCONNECT_ACK, and the session ends (with
+//     engine.ErrPeerClosed when messages of ours were pending). After its
+//     DISCONNECT_REQUEST the session takes and acknowledges nothing more.
+//   - Challenges (Config.Challenge, for peers running this package): an
+//     established session takes neither a DISCONNECT_REQUEST nor a new
+//     client's INITIAL_CLIENT from the peer's address at once; it sends a
+//     keepalive, and if the live peer acknowledges it within two timeouts
+//     (at least engine.ChallengeMin) the announcement was spoofed
+//     (Stats.SpoofsRefused). Otherwise the next copy is taken: the close,
+//     or the restart, which ends the session with engine.ErrPeerRestarted
+//     (the reference ignores a new INITIAL_CLIENT while connected).
+//   - Duplicate histories: the last 65,536 datagram IDs and packet IDs
+//     (the reference keeps 10 s); a sender keeps fewer than 32,768 packet
+//     IDs outstanding.
+//
+// # Bounds
+//
+// Pending messages: Config.MaxQueued (engine.ErrQueueFull). Messages
+// waiting for Recv: 4096; then, as with SetRecvOpen(false), a datagram
+// with new packets is not acknowledged and its new packets are dropped
+// (Stats.Refused), so the peer sends them again. Reassembly and ORDERED
+// messages held behind a gap: Config.MaxRecvBuffer bytes (32 MiB) and
+// 1024 messages being reassembled; a packet beyond is refused in the same
+// way unless it belongs to the next message of its ORDERED channel. A
+// message longer than Config.MaxMessage is taken and dropped
+// (Stats.TooLarge). Owed ACKs: 4096, NAKs: 1024; beyond, an ID is
+// dropped and the peer's timeout covers it.
+package wirefox

@@ -1,0 +1,80 @@
+package wirefox
+
+import (
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
+	"github.com/stretchr/testify/require"
+)
+
+// t0 is the start of every test's virtual clock.
+var t0 = time.Unix(1_000_000, 0)
+
+const ms = time.Millisecond
+
+// The PeerIDs of the vectors' handshake (W1, W2).
+const (
+	clientID = 0x3efe7d4f2231ac25
+	serverID = 0x777db20b2616d322
+)
+
+// testChannels is the channel table of the captures: 1 ORDERED,
+// 2 SEQUENCED.
+var testChannels = []ChannelMode{Ordered, Sequenced}
+
+func newSession(t testing.TB, now time.Time, cfg Config) *Session {
+	t.Helper()
+	s, err := New(now, cfg)
+	require.NoError(t, err)
+	return s
+}
+
+// poll returns the hex of the next datagram s writes at now ("" for none).
+func poll(t testing.TB, s *Session, now time.Time) string {
+	t.Helper()
+	buf := make([]byte, MTU)
+	n := s.Poll(now, buf)
+	return hex.EncodeToString(buf[:n])
+}
+
+// drain returns the blobs s delivered, as strings.
+func drain(s *Session) []string {
+	var out []string
+	for {
+		m, ok := s.Recv()
+		if !ok {
+			return out
+		}
+		out = append(out, string(m.Data))
+	}
+}
+
+type pair = enginetest.Pair[*Session]
+
+// newPair returns client A and server B joined by links of delay and loss.
+func newPair(t testing.TB, cfgA, cfgB Config, delay time.Duration, loss float64, seed uint64) *pair {
+	t.Helper()
+	cfgA.Client, cfgB.Accept = true, true
+	cfgA.PeerID, cfgB.PeerID = clientID, serverID
+	if cfgA.Channels == nil {
+		cfgA.Channels = testChannels
+	}
+	if cfgB.Channels == nil {
+		cfgB.Channels = testChannels
+	}
+	p := enginetest.NewPair(t, t0, newSession(t, t0, cfgA), newSession(t, t0, cfgB), delay, loss, seed, MTU)
+	p.Epoch = t0
+	p.PollLimit = 100_000
+	return p
+}
+
+// connect runs p until both ends are established.
+func connect(t testing.TB, p *pair) {
+	t.Helper()
+	p.RunUntil(10_000, func() bool {
+		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished
+	})
+}

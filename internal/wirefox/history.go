@@ -1,0 +1,52 @@
+package wirefox
+
+// historySize is how many IDs behind the newest a history remembers.
+const historySize = 1 << 16
+
+// history is a duplicate history of 32-bit IDs compared wrap-aware: the
+// reference remembers the IDs of the last 10 s (docs/protocols/wirefox.md
+// §3.3); this one remembers the last historySize IDs behind the newest
+// seen, and takes anything older as a duplicate. A sender keeps fewer
+// than historySize/2 packet IDs outstanding (see Session.windowFull), so
+// only a datagram delayed past 65,536 later ones is lost that way.
+type history struct {
+	bits    []uint64
+	newest  uint32
+	started bool
+}
+
+// has reports whether id was seen (or is too old to tell).
+func (h *history) has(id uint32) bool {
+	if !h.started {
+		return false
+	}
+	d := int32(id - h.newest)
+	if d > 0 {
+		return false
+	}
+	if d <= -historySize {
+		return true
+	}
+	return h.bits[id/64%(historySize/64)]&(1<<(id%64)) != 0
+}
+
+// add records id, which must not be in the history.
+func (h *history) add(id uint32) {
+	if h.bits == nil {
+		h.bits = make([]uint64, historySize/64)
+	}
+	if !h.started {
+		h.started, h.newest = true, id
+	}
+	if d := int32(id - h.newest); d > 0 {
+		if d >= historySize {
+			clear(h.bits)
+		} else {
+			for x := h.newest + 1; x != id+1; x++ {
+				h.bits[x/64%(historySize/64)] &^= 1 << (x % 64)
+			}
+		}
+		h.newest = id
+	}
+	h.bits[id/64%(historySize/64)] |= 1 << (id % 64)
+}

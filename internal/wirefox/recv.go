@@ -1,0 +1,347 @@
+package wirefox
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var (
+	errTooLong = fmt.Errorf("%w: wirefox: datagram longer than %d bytes", engine.ErrMalformed, RecvBuffer)
+	errChannel = fmt.Errorf("%w: wirefox: packet on a channel not in the table", engine.ErrRejected)
+	errEmpty   = fmt.Errorf("%w: wirefox: packet without a command byte", engine.ErrMalformed)
+)
+
+// HandleDatagram processes one datagram received at now
+// (docs/protocols/wirefox.md §3.3). It returns engine.ErrClosed in
+// StateClosed; an error wrapping engine.ErrMalformed for a datagram
+// longer than RecvBuffer or that does not parse (header or any packet);
+// an error wrapping engine.ErrRejected for a connected datagram before
+// the handshake, a packet on a channel not in Config.Channels (the
+// reference would terminate), or, on an Accept session, anything before
+// an INITIAL_CLIENT; engine.ErrPeerRestarted when a new client took the
+// peer's address (see the package doc). Only ErrPeerRestarted changes
+// state; the rejected datagrams are counted in Stats.PacketsRejected.
+func (s *Session) HandleDatagram(now time.Time, b []byte) error {
+	if s.state == engine.StateClosed {
+		return engine.ErrClosed
+	}
+	var err error
+	d := &s.dg
+	if len(b) > RecvBuffer {
+		err = errTooLong
+	} else if err = ParseDatagram(b, d); err == nil {
+		s.now = now
+		if d.Flags&FlagLNK == 0 {
+			err = s.handleOOB(now, d)
+		} else {
+			err = s.handleLNK(now, d)
+		}
+	}
+	d.Data = nil
+	clear(s.pkts)
+	switch {
+	case err == nil || errors.Is(err, engine.ErrPeerRestarted):
+		s.stats.PacketsReceived++
+		s.stats.BytesReceived += uint64(len(b))
+		s.lastRecv = now
+	case errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected):
+		s.stats.PacketsRejected++
+	}
+	return err
+}
+
+// handleLNK processes a connected datagram.
+func (s *Session) handleLNK(now time.Time, d *Datagram) error {
+	if s.phase != phaseDone && (s.cfg.Client || s.phase != phaseInitial) {
+		return errEarlyLNK
+	}
+	pkts := s.pkts[:0]
+	for rest := d.Data; len(rest) > 0; {
+		var p Packet
+		n, err := ParsePacket(rest, &p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case int(p.Channel) > len(s.cfg.Channels):
+			return errChannel
+		case !p.Split() && len(p.Body) == 0:
+			return errEmpty
+		}
+		pkts = append(pkts, p)
+		rest = rest[n:]
+	}
+	s.pkts = pkts
+	// A connected datagram from a client whose INITIAL_SERVER we answered
+	// stands for its lost UNENCRYPTED_ACK (§5; the reference would end the
+	// connection).
+	s.established(now)
+	if s.dgHist.has(d.ID) {
+		s.stats.Duplicates++
+		return nil
+	}
+	if gap := int32(d.ID - s.expected); s.gotFirst && gap > 0 {
+		for x := s.expected; x != d.ID && len(s.owedNaks) < maxOwedNaks; x++ {
+			s.owe(&s.owedNaks, x)
+		}
+	}
+	s.expected, s.gotFirst = d.ID+1, true
+	var sample time.Duration
+	for _, id := range d.Acks {
+		if rtt, ok := s.ackDgram(now, id); ok {
+			sample = rtt
+		}
+	}
+	for _, id := range d.Naks {
+		if rec := s.dgrams[id]; rec != nil {
+			s.loseDgram(now, rec)
+		}
+	}
+	if len(d.Acks)+len(d.Naks) > 0 {
+		s.updateCC(now, sample)
+	}
+	if s.discSent || s.state == engine.StateClosed {
+		// After our DISCONNECT_REQUEST nothing more is taken or
+		// acknowledged, so that a challenge of it finds us gone.
+		s.dgHist.add(d.ID)
+		return nil
+	}
+	// New packets are taken all or none while refusing: an ACK covers
+	// the whole datagram, so no packet may be taken unacknowledged.
+	refused := false
+	if s.refusing() {
+		for i := range pkts {
+			if !s.pktHist.has(pkts[i].ID) {
+				s.stats.Refused++
+				refused = true
+			}
+		}
+	}
+	for i := range pkts {
+		if !refused && s.takePacket(now, &pkts[i]) {
+			refused = true
+		}
+	}
+	if refused {
+		return nil // unacknowledged: the peer sends its packets again
+	}
+	s.dgHist.add(d.ID)
+	if d.Flags&FlagDAT != 0 && len(s.owedAcks) < maxOwedAcks {
+		s.owe(&s.owedAcks, d.ID)
+	}
+	return nil
+}
+
+// owe queues id on list.
+func (s *Session) owe(list *[]uint32, id uint32) {
+	if len(s.owedAcks)+len(s.owedNaks) == 0 {
+		s.owedSince = s.now
+	}
+	*list = append(*list, id)
+}
+
+// ackDgram applies the peer's ACK of our datagram id, returning its RTT.
+func (s *Session) ackDgram(now time.Time, id uint32) (time.Duration, bool) {
+	rec := s.dgrams[id]
+	if rec == nil {
+		return 0, false
+	}
+	delete(s.dgrams, id)
+	s.cc.OnAcked(now, &rec.cc)
+	rtt := now.Sub(rec.sentAt)
+	s.sample(rtt)
+	for _, p := range rec.packets {
+		if p.dg == id && !p.acked {
+			s.pktAcked(p)
+		}
+	}
+	return rtt, true
+}
+
+// pktAcked retires a reliable packet the peer acknowledged.
+func (s *Session) pktAcked(p *outPkt) {
+	p.acked, p.due = true, false
+	s.unlink(p)
+	s.unackedN--
+	if s.chal.Answer(p.id) {
+		s.stats.SpoofsRefused++
+	}
+	m := p.msg
+	if m.unacked--; m.unacked == 0 && m.next == m.nseg {
+		s.done(m)
+	}
+}
+
+// refusing reports whether new packets are refused now.
+func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= maxRecvQueue }
+
+// takePacket processes one packet of an accepted datagram and reports
+// whether it was refused (not taken, so the datagram is not
+// acknowledged).
+func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
+	if s.pktHist.has(p.ID) {
+		s.stats.Duplicates++
+		return false
+	}
+	if p.Split() {
+		refused = s.reassemble(p)
+	} else if cmd := p.Body[0]; cmd >= CmdUser {
+		refused = s.deliver(p.Channel, p.Seq, p.Options, append([]byte(nil), p.Body...))
+	} else if cmd == CmdDisconnectRequest {
+		if !s.challenged(now, engine.ChallengeClose) {
+			return true // the peer sends it again; taken once the challenge runs out
+		}
+		s.takeClose()
+	}
+	// Other internal commands (RPC_SIGNAL, keepalives) are dropped.
+	if !refused {
+		s.pktHist.add(p.ID)
+	}
+	return refused
+}
+
+// takeClose answers the peer's close with DISCONNECT_ACK and ends the
+// session once it is out (§3.7).
+func (s *Session) takeClose() {
+	if s.failAfter != nil {
+		return
+	}
+	h := []byte{CmdDisconnectAck}
+	s.oob = append(s.oob, h)
+	s.failAfter = errGraceful
+	if s.pending > 0 {
+		s.failAfter = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+	}
+}
+
+// reassemble takes a segment (§3.6) and reports whether it was refused:
+// the buffered bytes would pass Config.MaxRecvBuffer (unless the message
+// is the next one of an ORDERED channel), or maxReassembly messages are
+// being reassembled.
+func (s *Session) reassemble(p *Packet) bool {
+	r := s.reasm[p.Container]
+	next := s.mode(p.Channel) == Ordered && p.Seq == s.rxNext[p.Channel]
+	if r == nil {
+		if len(s.reasm) >= maxReassembly && !next {
+			return true
+		}
+		r = &reassembly{ch: p.Channel, seq: p.Seq, opts: p.Options, segs: make(map[uint32]Packet), last: -1}
+		s.reasm[p.Container] = r
+	}
+	if _, dup := r.segs[p.Index]; dup {
+		return false
+	}
+	end := int64(p.Offset) + int64(len(p.Body))
+	if end > int64(s.cfg.MaxMessage) || r.bytes < 0 {
+		r.bytes = -1 // too large: the segments are taken and dropped
+	} else if s.buffered+len(p.Body) > s.cfg.MaxRecvBuffer && !next {
+		if len(r.segs) == 0 {
+			delete(s.reasm, p.Container)
+		}
+		return true
+	}
+	q := *p
+	if r.bytes >= 0 {
+		q.Body = append([]byte(nil), p.Body...)
+		r.bytes += len(q.Body)
+		s.buffered += len(q.Body)
+	} else {
+		q.Body = nil
+	}
+	r.segs[p.Index] = q
+	if p.Flags&PacketSEG == 0 {
+		r.last = int(p.Index)
+	}
+	if r.last < 0 || len(r.segs) != r.last+1 {
+		return false
+	}
+	delete(s.reasm, p.Container)
+	s.buffered -= max(r.bytes, 0)
+	blob := r.assemble()
+	if r.bytes < 0 {
+		s.stats.TooLarge++
+	}
+	if len(blob) == 0 || blob[0] < CmdUser {
+		blob = nil // dropped, but its sequence is passed
+	}
+	s.deliver(r.ch, r.seq, r.opts, blob)
+	return false
+}
+
+// assemble returns the message, or nil when it was too large or its
+// segments do not tile it.
+func (r *reassembly) assemble() []byte {
+	if r.bytes <= 0 {
+		return nil
+	}
+	last := r.segs[uint32(r.last)]
+	size := int(last.Offset) + len(last.Body)
+	if size != r.bytes {
+		return nil
+	}
+	blob := make([]byte, size)
+	for _, q := range r.segs {
+		if int(q.Offset)+len(q.Body) > size {
+			return nil
+		}
+		copy(blob[q.Offset:], q.Body)
+	}
+	return blob
+}
+
+// deliver hands a message of channel ch with sequence seq to Recv as its
+// channel's mode says (§3.5); nil data passes the sequence without
+// delivering. It reports whether the message was refused: an ORDERED
+// message ahead of a gap that MaxRecvBuffer cannot hold.
+func (s *Session) deliver(ch uint8, seq uint32, opts byte, data []byte) bool {
+	switch s.mode(ch) {
+	case Sequenced:
+		if int32(seq-s.rxNext[ch]) < 0 {
+			return false // older than the newest delivered
+		}
+		s.rxNext[ch] = seq + 1
+	case Ordered:
+		switch d := int32(seq - s.rxNext[ch]); {
+		case d > 0:
+			if s.buffered+len(data) > s.cfg.MaxRecvBuffer {
+				return true
+			}
+			if s.held[ch] == nil {
+				s.held[ch] = make(map[uint32]heldMsg)
+			}
+			s.held[ch][seq] = heldMsg{data, opts}
+			s.buffered += len(data)
+			return false
+		case d == 0:
+			s.push(ch, opts, data)
+			for s.rxNext[ch]++; ; s.rxNext[ch]++ {
+				next, ok := s.held[ch][s.rxNext[ch]]
+				if !ok {
+					break
+				}
+				delete(s.held[ch], s.rxNext[ch])
+				s.buffered -= len(next.data)
+				s.push(ch, next.opts, next.data)
+			}
+			return false
+		}
+	}
+	s.push(ch, opts, data)
+	return false
+}
+
+// heldMsg is an ORDERED message waiting for a gap to be filled.
+type heldMsg struct {
+	data []byte
+	opts byte
+}
+
+// push queues a message for Recv.
+func (s *Session) push(ch uint8, opts byte, data []byte) {
+	if data != nil {
+		s.recv.Push(engine.Message{Data: data, Channel: ch, Reliable: opts&OptReliable != 0})
+	}
+}

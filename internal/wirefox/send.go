@@ -1,0 +1,417 @@
+package wirefox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+// Poll applies the timers at now, then writes the next datagram due into
+// buf and returns its length, or 0 when nothing is due. buf must hold
+// Config.MaxDatagram bytes; with a shorter one nothing is written.
+//
+// Datagrams come in this order: out-of-band messages (handshake,
+// ERROR_OCCURRED, DISCONNECT_ACK); an ack-only datagram when more than 10
+// IDs are owed or the oldest has waited 10 ms
+// (docs/protocols/wirefox.md §3.3); then, once connected and as the
+// congestion controller allows, a data datagram: packets due again
+// (NAKed, found lost by RACK, or past their timeout) first, then new
+// segments taken from the channels by deficit round robin, as many as
+// fit. Every datagram takes a new datagram ID.
+func (s *Session) Poll(now time.Time, buf []byte) int {
+	if s.state == engine.StateClosed || len(buf) < s.cfg.MaxDatagram {
+		return 0
+	}
+	s.now = now
+	s.timers(now)
+	if s.state == engine.StateClosed {
+		return 0
+	}
+	if len(s.oob) > 0 {
+		blob := s.oob[0]
+		s.oob = s.oob[1:]
+		n := len(AppendOOB(buf[:0], s.oobID, blob))
+		s.oobID++
+		if len(s.oob) == 0 && s.failAfter != nil {
+			s.fail(s.failAfter)
+			if s.err == errGraceful {
+				s.err = nil
+			}
+		}
+		return s.sent(now, n)
+	}
+	if s.phase != phaseDone {
+		return 0
+	}
+	if at, ok := s.ackDue(); ok && !now.Before(at) {
+		return s.sent(now, s.sendAcks(buf))
+	}
+	return s.sent(now, s.sendData(now, buf))
+}
+
+// errGraceful marks a session that ends without error once its
+// out-of-band messages are out.
+var errGraceful = fmt.Errorf("wirefox: closed")
+
+// sent counts a datagram of n bytes (none when 0) and returns n.
+func (s *Session) sent(now time.Time, n int) int {
+	if n > 0 {
+		s.stats.PacketsSent++
+		s.stats.BytesSent += uint64(n)
+		s.lastSend = now
+	}
+	return n
+}
+
+// timers applies the timers due at now.
+func (s *Session) timers(now time.Time) {
+	if s.state == engine.StateClosing && !now.Before(s.closeAt.Add(s.cfg.Linger)) {
+		s.fail(s.lingerError())
+		return
+	}
+	if s.phase != phaseDone {
+		switch {
+		case s.cfg.HandshakeTimeout > 0 && !now.Before(s.hsStart.Add(s.cfg.HandshakeTimeout)):
+			s.fail(fmt.Errorf("%w: wirefox: no answer within %v", engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
+		case s.phase == phaseInitial && s.failAfter == nil && !now.Before(s.hsNext):
+			if s.hsSent >= HandshakeAttempts {
+				s.fail(fmt.Errorf("%w: wirefox: no answer after %d attempts", engine.ErrHandshakeTimeout, s.hsSent))
+				return
+			}
+			op := uint8(OpInitialServer)
+			if s.cfg.Client {
+				op = OpInitialClient
+			}
+			s.sendHandshake(now, op, []byte{0})
+		}
+		return
+	}
+	if s.cfg.IdleTimeout > 0 && !now.Before(s.lastRecv.Add(s.cfg.IdleTimeout)) {
+		s.fail(engine.ErrIdleTimeout)
+		return
+	}
+	if s.chal.Running() && !now.Before(s.chal.Until) {
+		if s.chal.Expire() == engine.ChallengeClose {
+			s.takeClose() // unanswered: the peer closed
+		}
+	}
+	lost := false
+	for p := s.inflight.head; p != nil && !now.Before(p.sentAt.Add(s.rto()*time.Duration(p.sends))); p = s.inflight.head {
+		if rec := s.dgrams[p.dg]; rec != nil {
+			s.loseDgram(now, rec)
+		} else {
+			s.due(p)
+		}
+		lost = true
+	}
+	for s.dgOrder.Len() > 0 {
+		rec := s.dgrams[*s.dgOrder.Front()]
+		if rec == nil {
+			s.dgOrder.Pop()
+			continue
+		}
+		if at, ok := s.cc.LostAt(&rec.cc, s.smoothed()); !ok || now.Before(at) {
+			break
+		}
+		s.dgOrder.Pop()
+		s.loseDgram(now, rec)
+		lost = true
+	}
+	if lost {
+		s.updateCC(now, 0)
+	}
+	if s.state == engine.StateClosing && s.pending == 0 && !s.discSent {
+		s.discSent = true
+		m := &outMsg{blob: []byte{CmdDisconnectRequest}, opts: OptReliable, internal: true}
+		s.queue(m)
+	}
+	if s.cfg.KeepAlive > 0 && s.state == engine.StateEstablished && !now.Before(s.lastSend.Add(s.cfg.KeepAlive)) {
+		s.probe()
+		s.lastSend = now
+	}
+}
+
+// smoothed is the round-trip estimate given to the congestion controller.
+func (s *Session) smoothed() time.Duration {
+	avg, _, _ := s.rttStats()
+	if avg == 0 {
+		return rtoInitial
+	}
+	return avg
+}
+
+// updateCC ends a controller event with the RTT sample sample (0: none).
+func (s *Session) updateCC(now time.Time, sample time.Duration) {
+	s.cc.Update(now, congestion.RTT{Latest: sample, Smoothed: s.smoothed(), RTO: s.rto()})
+}
+
+// loseDgram takes rec as lost: its packets whose latest transmission it
+// carried are due again (docs/protocols/wirefox.md §3.4).
+func (s *Session) loseDgram(now time.Time, rec *sentDgram) {
+	delete(s.dgrams, rec.id)
+	s.cc.OnLost(now, &rec.cc)
+	for _, p := range rec.packets {
+		if p.dg == rec.id && !p.acked && !p.due {
+			s.due(p)
+		}
+	}
+}
+
+// due takes p off the in-flight list and queues it to be sent again.
+func (s *Session) due(p *outPkt) {
+	s.unlink(p)
+	p.due = true
+	s.dueQ.Push(p)
+}
+
+// unlink takes p off the in-flight list if it is on it.
+func (s *Session) unlink(p *outPkt) {
+	if p.prev == nil && s.inflight.head != p {
+		return
+	}
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		s.inflight.head = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		s.inflight.tail = p.prev
+	}
+	p.prev, p.next = nil, nil
+}
+
+// link appends p to the in-flight list.
+func (s *Session) link(p *outPkt) {
+	p.prev = s.inflight.tail
+	if p.prev != nil {
+		p.prev.next = p
+	} else {
+		s.inflight.head = p
+	}
+	s.inflight.tail = p
+}
+
+// ackDue returns when the owed ACKs and NAKs go out: at once when more
+// than 10 are owed, else 10 ms after the oldest.
+func (s *Session) ackDue() (time.Time, bool) {
+	n := len(s.owedAcks) + len(s.owedNaks)
+	switch {
+	case n == 0:
+		return time.Time{}, false
+	case n > ackThreshold:
+		return s.now, true
+	}
+	return s.owedSince.Add(ackDelay), true
+}
+
+// sendAcks writes an ack-only datagram: up to 64 NAKs, then as many ACKs
+// as fit (at most 256).
+func (s *Session) sendAcks(buf []byte) int {
+	k := min(len(s.owedNaks), 64)
+	a := min(len(s.owedAcks), MaxList, (s.cfg.MaxDatagram-5-2-4*k)/4)
+	d := Datagram{Flags: FlagLNK, ID: s.nextDgram, Acks: s.owedAcks[:a], Naks: s.owedNaks[:k]}
+	n := len(AppendDatagram(buf[:0], &d))
+	s.nextDgram++
+	s.owedAcks = s.owedAcks[:copy(s.owedAcks, s.owedAcks[a:])]
+	s.owedNaks = s.owedNaks[:copy(s.owedNaks, s.owedNaks[k:])]
+	s.owedSince = s.now
+	return n
+}
+
+// hasData reports whether a data datagram has something to carry.
+func (s *Session) hasData() bool {
+	for s.dueQ.Len() > 0 && !(*s.dueQ.Front()).due {
+		s.dueQ.Pop()
+	}
+	return s.dueQ.Len() > 0 || s.active.Len() > 0 && !s.windowFull()
+}
+
+// windowFull reports whether the packet IDs outstanding reach
+// packetWindow: no new packet is sent until the oldest is acknowledged,
+// so the peer's packet history always tells new from duplicate.
+func (s *Session) windowFull() bool {
+	return s.unackedN > 0 && s.nextPkt-s.oldestUnacked() >= packetWindow
+}
+
+// sendData writes a data datagram (DAT|LNK) if one is due and the
+// congestion controller allows it.
+func (s *Session) sendData(now time.Time, buf []byte) int {
+	if !s.hasData() {
+		if s.cc.Room() > 0 {
+			s.cc.AppLimited()
+		}
+		return 0
+	}
+	if !s.cc.CanSend(now, s.cfg.MaxDatagram) {
+		return 0
+	}
+	const hdr = 7
+	id := s.nextDgram
+	b := buf[:hdr]
+	var rec *sentDgram
+	resend := false
+	track := func(p *outPkt) {
+		if rec == nil {
+			rec = &sentDgram{id: id, sentAt: now}
+		}
+		p.sends++
+		p.sentAt, p.dg = now, id
+		s.link(p)
+		rec.packets = append(rec.packets, p)
+		if p.sends > 1 {
+			resend = true
+			s.stats.Retransmits++
+		}
+	}
+	for s.dueQ.Len() > 0 {
+		p := *s.dueQ.Front()
+		if !p.due {
+			s.dueQ.Pop()
+			continue
+		}
+		pk := s.packetOf(p.msg, p.index, p.id)
+		if len(b)+pk.PacketLen() > s.cfg.MaxDatagram {
+			break
+		}
+		if s.cfg.SendLimit > 0 && p.sends >= s.cfg.SendLimit {
+			s.fail(fmt.Errorf("%w: wirefox: packet %d unacknowledged after %d sends", engine.ErrRetransmitLimit, p.id, p.sends))
+			return 0
+		}
+		s.dueQ.Pop()
+		p.due = false
+		b = AppendPacket(b, &pk)
+		track(p)
+	}
+	for !s.windowFull() {
+		ch, m := s.nextMsg()
+		if m == nil {
+			break
+		}
+		i := m.next
+		size := packetHeaderLen(segFlags(m, i), m.ch, m.nseg > 1) + segLen(m, i)
+		if len(b)+size > s.cfg.MaxDatagram {
+			break
+		}
+		if i == 0 && m.nseg > 1 {
+			m.container = s.nextPkt // reserved for the whole message (§3.1)
+			s.nextPkt++
+		}
+		if i == 0 && !m.internal {
+			s.stats.MessagesSent++
+		}
+		p := &outPkt{msg: m, index: i, id: s.nextPkt}
+		s.nextPkt++
+		pk := s.packetOf(m, i, p.id)
+		b = AppendPacket(b, &pk)
+		m.next++
+		s.deficit[ch] -= size
+		if m.next == m.nseg {
+			s.txq[ch].Pop()
+		}
+		if m.reliable() || m.nseg > 1 { // every segment is sent reliably (§3.6)
+			m.unacked++
+			s.unackedN++
+			s.byID.Push(p)
+			track(p)
+		} else {
+			s.done(m)
+		}
+	}
+	if len(b) == hdr {
+		return 0
+	}
+	b[0] = FlagDAT | FlagLNK
+	binary.BigEndian.PutUint32(b[1:], id)
+	binary.BigEndian.PutUint16(b[5:], uint16(len(b)-hdr))
+	s.nextDgram++
+	if rec != nil {
+		s.cc.OnSent(now, &rec.cc, len(b), resend)
+		s.dgrams[id] = rec
+		s.dgOrder.Push(id)
+	} else {
+		s.cc.OnSentUnacked(now, len(b))
+	}
+	return len(b)
+}
+
+// nextMsg returns the channel and message whose next segment goes out
+// next, by deficit round robin over the channels with something queued
+// (as POROUS does): each may send about a datagram's worth in its turn,
+// so a small message on one channel never waits behind another's bulk.
+func (s *Session) nextMsg() (uint8, *outMsg) {
+	for s.active.Len() > 0 {
+		ch := *s.active.Front()
+		q := &s.txq[ch]
+		if q.Len() == 0 {
+			s.active.Pop()
+			s.listed[ch], s.deficit[ch] = false, 0
+			continue
+		}
+		m := *q.Front()
+		if s.deficit[ch] >= segLen(m, m.next) {
+			return ch, m
+		}
+		s.deficit[ch] += s.quantum()
+		s.active.Pop()
+		s.active.Push(ch)
+	}
+	return 0, nil
+}
+
+// segLen is the length of segment i of m.
+func segLen(m *outMsg, i int) int {
+	return min(len(m.blob)-i*SegmentSize, SegmentSize)
+}
+
+// segFlags are the packet flags of segment i of m: SEG on all but the
+// last, BIG on all when the payload is 65,535 bytes or more (§3.6).
+func segFlags(m *outMsg, i int) byte {
+	var f byte
+	if i < m.nseg-1 {
+		f |= PacketSEG
+	}
+	if len(m.blob)-1 >= bigThreshold {
+		f |= PacketBIG
+	}
+	return f
+}
+
+// packetOf builds the packet of segment i of m with packet ID id.
+func (s *Session) packetOf(m *outMsg, i int, id uint32) Packet {
+	off := i * SegmentSize
+	p := Packet{
+		Flags:   segFlags(m, i),
+		ID:      id,
+		Options: m.opts,
+		Channel: m.ch,
+		Seq:     m.seq,
+		Offset:  uint32(off),
+		Body:    m.blob[off : off+segLen(m, i)],
+	}
+	if m.nseg > 1 {
+		p.Container, p.Index = m.container, uint32(i)
+	}
+	return p
+}
+
+// oldestUnacked returns the ID of the oldest reliable packet not yet
+// acknowledged; unackedN must be positive.
+func (s *Session) oldestUnacked() uint32 {
+	for (*s.byID.Front()).acked {
+		s.byID.Pop()
+	}
+	return (*s.byID.Front()).id
+}
+
+// lingerError is Err after Linger ran out with messages pending.
+func (s *Session) lingerError() error {
+	if s.pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
+}

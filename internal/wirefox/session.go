@@ -1,0 +1,431 @@
+package wirefox
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/internal/engine"
+)
+
+var _ engine.Engine = (*Session)(nil)
+
+// Errors a client's handshake ends with when the server answers
+// ERROR_OCCURRED (docs/protocols/wirefox.md §1.5). INCOMPATIBLE_PROTOCOL,
+// INCOMPATIBLE_VERSION and INCOMPATIBLE_SECURITY end it with an error
+// wrapping engine.ErrIncompatible.
+var (
+	// ErrNoFreeSlots: the server has no free connection slot.
+	ErrNoFreeSlots = errors.New("wirefox: server has no free slots")
+	// ErrAlreadyConnected: the server already has a connection with this
+	// end's PeerID.
+	ErrAlreadyConnected = errors.New("wirefox: already connected")
+	// ErrConnectRefused: the server refused the connection for another
+	// reason (CONNECT_FAILED, wrong identity or password, rate limit,
+	// ban).
+	ErrConnectRefused = errors.New("wirefox: connection refused")
+)
+
+// Timing (docs/protocols/wirefox.md §3.3, §3.4, §6).
+const (
+	ackDelay     = 10 * time.Millisecond
+	ackThreshold = 10
+	rtoInitial   = 105 * time.Millisecond
+	rtoSlack     = 5 * time.Millisecond
+	rttSamples   = 32
+	// maxOwedAcks and maxOwedNaks bound the IDs waiting to be
+	// acknowledged or NAKed; beyond them an ID is dropped (the peer's
+	// timeout resends what it carried).
+	maxOwedAcks = 4096
+	maxOwedNaks = 1024
+	// maxRecvQueue bounds the messages waiting for Recv; beyond it new
+	// packets are refused as with SetRecvOpen(false).
+	maxRecvQueue = 4096
+	// maxReassembly bounds the messages being reassembled at once.
+	maxReassembly = 1024
+	// packetWindow bounds the packet IDs between the oldest
+	// unacknowledged and the next: half the receiver's history.
+	packetWindow = historySize / 2
+	// challengeSlack is added to two round trips for a challenge's answer.
+	challengeSlack = 10 * time.Millisecond
+)
+
+// handshake phases.
+type phase uint8
+
+const (
+	phaseWait    phase = iota // server: no INITIAL_CLIENT yet
+	phaseInitial              // INITIAL_CLIENT (client) or INITIAL_SERVER (server) sent
+	phaseDone                 // established
+)
+
+// outMsg is a message accepted by Send (or an internal one: keepalive,
+// DISCONNECT_REQUEST).
+type outMsg struct {
+	blob      []byte
+	ch        uint8
+	seq       uint32
+	opts      byte
+	container uint32
+	nseg      int // segments
+	next      int // next segment to send
+	unacked   int // reliable segments sent and not acknowledged
+	internal  bool
+}
+
+func (m *outMsg) reliable() bool { return m.opts&OptReliable != 0 }
+
+// outPkt is one segment of a message sent reliably, until acknowledged.
+type outPkt struct {
+	msg        *outMsg
+	index      int
+	id         uint32
+	sends      int
+	sentAt     time.Time
+	dg         uint32 // the datagram of its latest transmission
+	due        bool   // in the due queue
+	acked      bool
+	prev, next *outPkt // the in-flight list, by latest transmission
+}
+
+// sentDgram is a datagram carrying reliable packets, until acknowledged,
+// NAKed or found lost.
+type sentDgram struct {
+	id      uint32
+	sentAt  time.Time
+	cc      congestion.Packet
+	packets []*outPkt
+}
+
+// Session is one end of one Wirefox connection: a sans-I/O state machine
+// implementing engine.Engine. It is not safe for concurrent use.
+type Session struct {
+	cfg   Config
+	state engine.State
+	err   error
+	now   time.Time
+
+	// Handshake (docs/protocols/wirefox.md §3.2).
+	phase      phase
+	peerID     uint64 // the peer's PeerID, once known
+	hsSent     int    // handshake messages sent (attempts)
+	hsNext     time.Time
+	hsStart    time.Time
+	ackAgain   bool     // client: send UNENCRYPTED_ACK again
+	oob        [][]byte // out-of-band blobs due
+	oobID      uint32
+	failAfter  error // set: fail once the out-of-band blobs are out
+	lastSend   time.Time
+	lastRecv   time.Time
+	closeAt    time.Time
+	discSent   bool // DISCONNECT_REQUEST queued
+	peerClosed bool // DISCONNECT_REQUEST taken: DISCONNECT_ACK due, then closed
+
+	// Sending (docs/protocols/wirefox.md §3.4).
+	nextDgram uint32
+	nextPkt   uint32
+	txSeq     []uint32               // next sequence per channel
+	txq       []engine.FIFO[*outMsg] // per channel
+	deficit   []int
+	listed    []bool
+	active    engine.FIFO[uint8]
+	inflight  struct{ head, tail *outPkt }
+	unackedN  int
+	byID      engine.FIFO[*outPkt] // reliable packets by ID, acknowledged ones popped lazily
+	dueQ      engine.FIFO[*outPkt]
+	dgrams    map[uint32]*sentDgram
+	dgOrder   engine.FIFO[uint32]
+	cc        *congestion.Controller
+	rtts      [rttSamples]time.Duration
+	nrtt      int
+	lastRTT   time.Duration
+	pending   int
+	pendBytes int
+
+	// Acknowledging (docs/protocols/wirefox.md §3.3).
+	expected  uint32
+	gotFirst  bool
+	owedAcks  []uint32
+	owedNaks  []uint32
+	owedSince time.Time
+
+	// Receiving.
+	dgHist, pktHist history
+	rxNext          []uint32 // ORDERED / SEQUENCED: next sequence expected
+	held            []map[uint32]heldMsg
+	reasm           map[uint32]*reassembly
+	buffered        int // bytes held or being reassembled
+	recv            engine.FIFO[engine.Message]
+	recvShut        bool
+	pkts            []Packet // scratch
+	dg              Datagram // scratch
+
+	chal  engine.Challenge
+	stats engine.Stats
+}
+
+// reassembly is a fragmented message being put together
+// (docs/protocols/wirefox.md §3.6).
+type reassembly struct {
+	ch    uint8
+	seq   uint32
+	opts  byte
+	segs  map[uint32]Packet // by index; bodies copied
+	last  int               // index of the last segment, -1 until it arrives
+	bytes int
+}
+
+// New returns a session created at now in StateHandshake: a client's
+// INITIAL_CLIENT is due at once. It fails on an invalid Config or when
+// Rand fails.
+func New(now time.Time, cfg Config) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.PeerID == 0 {
+		r := cfg.Rand
+		if r == nil {
+			r = rand.Reader
+		}
+		var b [8]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, fmt.Errorf("wirefox: PeerID: %w", err)
+		}
+		cfg.PeerID = binary.BigEndian.Uint64(b[:])
+	}
+	n := 1 + len(cfg.Channels)
+	s := &Session{
+		cfg:      cfg,
+		now:      now,
+		hsStart:  now,
+		lastRecv: now,
+		lastSend: now,
+		txSeq:    make([]uint32, n),
+		txq:      make([]engine.FIFO[*outMsg], n),
+		deficit:  make([]int, n),
+		listed:   make([]bool, n),
+		rxNext:   make([]uint32, n),
+		held:     make([]map[uint32]heldMsg, n),
+		dgrams:   make(map[uint32]*sentDgram),
+		reasm:    make(map[uint32]*reassembly),
+		cc: congestion.New(now, congestion.Config{
+			Algorithm:   cfg.Congestion,
+			MaxDatagram: cfg.MaxDatagram,
+			Logger:      cfg.Logger,
+		}),
+	}
+	if cfg.Client {
+		s.phase = phaseInitial
+		s.sendHandshake(now, OpInitialClient, []byte{0})
+	}
+	return s, nil
+}
+
+// PeerID returns this end's PeerID and the peer's (0 until known).
+func (s *Session) PeerID() (own, peer uint64) { return s.cfg.PeerID, s.peerID }
+
+// mode returns the mode of channel ch (channel 0 is unordered).
+func (s *Session) mode(ch uint8) ChannelMode {
+	if ch == 0 {
+		return Unordered
+	}
+	return s.cfg.Channels[ch-1]
+}
+
+// Send queues a copy of p, a message blob: its command byte, then the
+// payload (docs/protocols/wirefox.md §1.4), on channel opt.Channel,
+// reliable or not as opt.Delivery says. A blob longer than SegmentSize
+// is fragmented (§3.6). Errors:
+//   - engine.ErrClosed after Close or once the session ended;
+//   - engine.ErrEmptyMessage for an empty p;
+//   - engine.ErrUnsupported for a command below CmdUser (internal
+//     commands), Passive delivery, or a channel not in Config.Channels;
+//   - engine.ErrMessageTooLarge above Config.MaxMessage;
+//   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
+func (s *Session) Send(p []byte, opt engine.SendOptions) error {
+	switch {
+	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+		return engine.ErrClosed
+	case len(p) == 0:
+		return engine.ErrEmptyMessage
+	case p[0] < CmdUser, opt.Delivery != engine.Reliable && opt.Delivery != engine.Unreliable,
+		int(opt.Channel) > len(s.cfg.Channels), opt.MessageNumber != 0:
+		return engine.ErrUnsupported
+	case len(p) > s.cfg.MaxMessage:
+		return engine.ErrMessageTooLarge
+	case s.pending >= s.cfg.MaxQueued:
+		return engine.ErrQueueFull
+	}
+	var opts byte
+	if opt.Delivery == engine.Reliable {
+		opts = OptReliable
+	}
+	s.queue(&outMsg{blob: append([]byte(nil), p...), ch: opt.Channel, opts: opts})
+	s.pending++
+	s.pendBytes += len(p)
+	return nil
+}
+
+// queue numbers m on its channel and puts it in line.
+func (s *Session) queue(m *outMsg) {
+	if s.mode(m.ch) != Unordered {
+		m.seq = s.txSeq[m.ch]
+		s.txSeq[m.ch]++
+	}
+	m.nseg = max(1, (len(m.blob)+SegmentSize-1)/SegmentSize)
+	s.txq[m.ch].Push(m)
+	if !s.listed[m.ch] {
+		s.listed[m.ch] = true
+		s.deficit[m.ch] = s.quantum()
+		s.active.Push(m.ch)
+	}
+}
+
+// quantum is a channel's deficit round robin quantum: one datagram.
+func (s *Session) quantum() int { return s.cfg.MaxDatagram }
+
+// done accounts for a message fully sent (unreliable) or acknowledged.
+func (s *Session) done(m *outMsg) {
+	if m.internal {
+		return
+	}
+	s.pending--
+	s.pendBytes -= len(m.blob)
+}
+
+// Recv returns the next delivered message: Data is the blob (command byte
+// first, always CmdUser or above), Channel its channel and Reliable its
+// RELIABLE option.
+func (s *Session) Recv() (engine.Message, bool) {
+	m, ok := s.recv.Take()
+	if ok {
+		s.stats.MessagesRecv++
+	}
+	return m, ok
+}
+
+// SetRecvOpen opens or closes the session to new messages (see
+// engine.Engine): while closed, a datagram carrying a packet not seen
+// before is not acknowledged and its new packets are dropped (counted in
+// Stats.Refused), so the peer resends them; its acknowledgements and
+// NAKs are applied.
+func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
+
+// Close begins a graceful close at now. A session still in its handshake
+// with nothing pending closes at once. Otherwise it enters StateClosing: Send is refused,
+// pending messages are still sent, then a reliable DISCONNECT_REQUEST
+// goes out (docs/protocols/wirefox.md §3.7) and the session closes when
+// the peer's DISCONNECT_ACK arrives, or when Config.Linger runs out (Err
+// wraps engine.ErrLingerTimeout if messages were left).
+func (s *Session) Close(now time.Time) {
+	switch s.state {
+	case engine.StateHandshake:
+		if s.pending == 0 {
+			s.state = engine.StateClosed
+			return
+		}
+	case engine.StateEstablished:
+	default:
+		return
+	}
+	s.now = now
+	s.state = engine.StateClosing
+	s.closeAt = now
+}
+
+// State returns the lifecycle state.
+func (s *Session) State() engine.State { return s.state }
+
+// Err returns why the session ended (see the package doc), nil while open
+// and after a graceful close.
+func (s *Session) Err() error { return s.err }
+
+// Pending returns the messages accepted by Send not yet acknowledged
+// (reliable) or sent (unreliable).
+func (s *Session) Pending() int { return s.pending }
+
+// SendRoom returns engine.SendRoom of the pending bytes and the
+// congestion window, for every channel.
+func (s *Session) SendRoom(uint8) int { return engine.SendRoom(s.pendBytes, s.cc.Window()) }
+
+// Stats returns the counters. SRTT is the average of the last 32 RTT
+// samples, RTTVar their spread (max − min), RTO the reference's timeout
+// (docs/protocols/wirefox.md §3.4).
+func (s *Session) Stats() engine.Stats {
+	st := s.stats
+	avg, lo, hi := s.rttStats()
+	st.SRTT, st.RTTVar, st.RTO = avg, hi-lo, s.rto()
+	st.Congestion = s.cc.Stats()
+	return st
+}
+
+// Capabilities reports 1 + len(Config.Channels) channels, reliable and
+// unreliable messages up to Config.MaxMessage bytes (command byte
+// included), in order on ORDERED channels.
+func (s *Session) Capabilities() engine.Capabilities {
+	ordered := false
+	for _, m := range s.cfg.Channels {
+		ordered = ordered || m == Ordered
+	}
+	return engine.Capabilities{
+		MaxMessage: s.cfg.MaxMessage,
+		MaxQueued:  s.cfg.MaxQueued,
+		Ordered:    ordered,
+		Channels:   1 + len(s.cfg.Channels),
+		Unreliable: true,
+	}
+}
+
+// Trim frees the empty queues and histories' slack kept for traffic.
+func (s *Session) Trim() {
+	for i := range s.txq {
+		s.txq[i].Trim()
+	}
+	s.dueQ.Trim()
+	s.dgOrder.Trim()
+	s.recv.Trim()
+	s.pkts = nil
+}
+
+// fail ends the session with err.
+func (s *Session) fail(err error) {
+	s.state = engine.StateClosed
+	s.err = err
+}
+
+// rttStats returns the average, minimum and maximum of the RTT samples.
+func (s *Session) rttStats() (avg, lo, hi time.Duration) {
+	n := min(s.nrtt, rttSamples)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	lo, hi = s.rtts[0], s.rtts[0]
+	var sum time.Duration
+	for _, r := range s.rtts[:n] {
+		sum += r
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return sum / time.Duration(n), lo, hi
+}
+
+// rto is the reference's timeout: 105 ms before two samples, then
+// 2·avg + 4·(max − min) + 5 ms over the last 32 (§3.4).
+func (s *Session) rto() time.Duration {
+	if s.nrtt < 2 {
+		return rtoInitial
+	}
+	avg, lo, hi := s.rttStats()
+	return 2*avg + 4*(hi-lo) + rtoSlack
+}
+
+// sample takes an RTT sample.
+func (s *Session) sample(rtt time.Duration) {
+	s.rtts[s.nrtt%rttSamples] = rtt
+	s.nrtt++
+	s.lastRTT = rtt
+}

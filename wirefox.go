@@ -1,0 +1,81 @@
+package rudp
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/wirefox"
+)
+
+const (
+	// wirefoxStreamChannel is the ORDERED channel of a stream's frames.
+	wirefoxStreamChannel = 1
+	// wirefoxStreamQueued bounds the frames a stream over Wirefox may have
+	// unacknowledged: under half the packet IDs a receiver's duplicate
+	// history covers, so that the congestion controller sets the flight.
+	wirefoxStreamQueued = 1 << 14
+	// MaxMessageWirefox is the largest Wirefox message, command byte
+	// included, in bytes (Config.MaxMessage).
+	MaxMessageWirefox = wirefox.MaxMessage
+	// MaxWirefoxChannels is the most entries of Config.WirefoxChannels.
+	MaxWirefoxChannels = wirefox.MaxChannels
+	// minWirefoxMTU is the smallest Config.MTU Wirefox works with: its
+	// datagrams are up to 1300 bytes, 1200-byte segments and headers.
+	minWirefoxMTU = wirefox.MTU
+)
+
+// validateWirefox checks the Wirefox fields of a resolved Config.
+func (c *Config) validateWirefox() error {
+	switch {
+	case c.MTU < minWirefoxMTU:
+		return fmt.Errorf("rudp: Config.MTU %d below Wirefox's %d", c.MTU, minWirefoxMTU)
+	case len(c.WirefoxChannels) > MaxWirefoxChannels:
+		return fmt.Errorf("rudp: Config.WirefoxChannels: %d channels above %d", len(c.WirefoxChannels), MaxWirefoxChannels)
+	case c.MaxMessage > MaxMessageWirefox:
+		return fmt.Errorf("rudp: Config.MaxMessage %d above %d", c.MaxMessage, MaxMessageWirefox)
+	}
+	for i, m := range c.WirefoxChannels {
+		if m > WirefoxSequenced {
+			return fmt.Errorf("rudp: Config.WirefoxChannels[%d] = %d, not a channel mode", i, m)
+		}
+	}
+	return nil
+}
+
+// newWirefox builds a Wirefox engine. Message conns send a packet up to
+// Config.ResendLimit times, without limit when it is 0 as for LLUDP (a
+// receiver that refuses messages while its queue is full would
+// otherwise end the conn after the reference's 6 sends), and do not
+// challenge; streams, between rudp peers, resend without
+// limit (IdleTimeout ends a dead peer) and challenge a close or restart
+// announced from the peer's address.
+func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool) (engine.Engine, error) {
+	cfg := wirefox.Config{
+		Client:           !accept,
+		Accept:           accept,
+		PeerID:           c.random64() | 1, // nonzero
+		Channels:         c.WirefoxChannels,
+		MaxDatagram:      wirefox.MTU,
+		MaxMessage:       c.MaxMessage,
+		SendLimit:        cmp.Or(c.ResendLimit, -1),
+		KeepAlive:        c.KeepAlive,
+		IdleTimeout:      c.IdleTimeout,
+		HandshakeTimeout: c.HandshakeTimeout,
+		Linger:           c.Linger,
+		Congestion:       congestion.Algorithm(c.Congestion),
+		Logger:           log,
+	}
+	if stream {
+		cfg.Channels = []wirefox.ChannelMode{wirefox.Ordered}
+		cfg.MaxDatagram -= sealLen // see seal
+		cfg.MaxMessage = wirefox.SegmentSize
+		cfg.MaxQueued = wirefoxStreamQueued
+		cfg.SendLimit = -1
+		cfg.Challenge = true
+	}
+	return wirefox.New(now, cfg)
+}
