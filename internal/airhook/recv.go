@@ -232,8 +232,9 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 // peer (docs/protocols/airhook.md §3.9), so a blind attacker sending from the peer's address
 // could end the session with one packet. Here a new session ID arriving
 // once established is first challenged: the session sends the live peer
-// a new packet at once (as a keepalive probe, it confirms nothing new). A
-// live peer confirms it (this engine at once, the reference with its next
+// a new packet at once (as a keepalive probe, it confirms nothing new),
+// and again engine.ChallengeProbes times over the challenge, so that one
+// lost probe or confirmation does not decide it. A live peer confirms them (this engine at once, the reference with its next
 // transmission), and the announcement is ignored (Stats.SpoofsRefused);
 // a restarted peer knows nothing of our session and cannot. Only when no
 // confirmation comes within two RTOs (at least engine.ChallengeMin) is

@@ -42,7 +42,8 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	n, repeat := s.transmit(now, buf, probe)
 	if s.chalSend {
 		s.chalSend, s.chalSeq = false, s.lastSent
-		s.chalUntil = now.Add(max(2*s.rtt.RTO(), engine.ChallengeMin))
+		d := max(2*s.rtt.RTO(), engine.ChallengeMin)
+		s.chalUntil, s.chalEvery = now.Add(d), d/engine.ChallengeProbes
 	}
 	switch {
 	case probe:
@@ -114,8 +115,12 @@ func (s *Session) probeDue(now time.Time) bool {
 	return ok && !now.Before(at)
 }
 
-// probeAt returns when the next keepalive probe is due.
+// probeAt returns when the next keepalive probe is due, or the next
+// probe of a running challenge (engine.ChallengeProbes over it).
 func (s *Session) probeAt() (time.Time, bool) {
+	if s.state == engine.StateEstablished && s.chalOn && !s.chalSend {
+		return s.lastProbe.Add(s.chalEvery), true
+	}
 	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
 		return time.Time{}, false
 	}

@@ -80,11 +80,12 @@ type Session struct {
 
 	// Challenge of a new peer session announced once established (see
 	// challenged).
-	chalOn     bool      // running
-	chalSend   bool      // its packet is due
-	chalPassed bool      // ran out unanswered: the next new session is taken
-	chalSeq    uint16    // the sequence number of its packet
-	chalUntil  time.Time // when it runs out
+	chalOn     bool          // running
+	chalSend   bool          // its packet is due
+	chalPassed bool          // ran out unanswered: the next new session is taken
+	chalSeq    uint16        // the sequence number of its packet
+	chalUntil  time.Time     // when it runs out
+	chalEvery  time.Duration // how often it probes
 
 	state engine.State
 	err   error

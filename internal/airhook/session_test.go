@@ -677,3 +677,30 @@ func TestCloseDuringHandshake(t *testing.T) {
 	lone.Close(p.Now)
 	require.Equal(t, engine.StateClosed, lone.State())
 }
+
+// TestChallengeReprobes: a challenge repeats its probe; when the first is
+// lost, the live peer's confirmation of a later one refuses the new
+// session all the same.
+func TestChallengeReprobes(t *testing.T) {
+	p, _, first := restartPair(t, Config{Session: idA})
+	a := p.A
+	require.NoError(t, a.HandleDatagram(p.Now, first))
+	require.Positive(t, a.Poll(p.Now, p.Buf), "the first probe, lost")
+	d := max(2*a.rtt.RTO(), engine.ChallengeMin)
+	next := p.Now.Add(d / engine.ChallengeProbes)
+	for a.Deadline().Before(next) { // the resend of "inflight": lost too
+		dl := a.Deadline()
+		for a.Poll(dl, p.Buf) > 0 {
+		}
+	}
+	require.Equal(t, next, a.Deadline())
+	n := a.Poll(next, p.Buf)
+	require.Positive(t, n, "the second probe")
+	require.NoError(t, p.B.HandleDatagram(next, p.Buf[:n]))
+	n = p.B.Poll(next, p.Buf)
+	require.Positive(t, n, "the live peer confirms it")
+	require.NoError(t, a.HandleDatagram(next, p.Buf[:n]))
+	require.Equal(t, uint64(1), a.Stats().SpoofsRefused)
+	require.False(t, a.chalOn || a.chalPassed)
+	require.Equal(t, uint32(idB), a.PeerSession())
+}

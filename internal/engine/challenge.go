@@ -15,18 +15,26 @@ const (
 	ChallengeClose
 )
 
+// ChallengeProbes is how many probes an engine that can repeat its probe
+// sends during one challenge, evenly spread over it: one lost probe or
+// answer must not let a spoofed announcement through.
+const ChallengeProbes = 4
+
 // Challenge is the state of an engine's challenge of a restart or close
 // announced from the peer's address while the association is live (the
 // reason of RFC 5961's challenge ACK): a blind attacker can send from the
 // peer's address but cannot answer what is sent to it. The engine probes
-// the live peer (a ping); an answer to the probe refuses the announcement
-// as spoofed, and only when Until passes without one is the next
-// announcement of that kind taken. The zero Challenge is idle.
+// the live peer (a ping), and may probe again (Reprobe); an answer to any
+// of the probes refuses the announcement as spoofed, and only when Until
+// passes without one is the next announcement of that kind taken. The
+// zero Challenge is idle.
 type Challenge struct {
 	Kind   ChallengeKind // the running challenge's kind; ChallengeNone when none runs
 	Passed ChallengeKind // ran out unanswered: the next announcement of this kind is taken
-	Probe  uint32        // the id of the running challenge's probe
+	Probe  uint32        // the id of the running challenge's first probe
 	Until  time.Time     // when the running challenge runs out
+	more   [ChallengeProbes - 1]uint32
+	nMore  int // probes sent after the first, in more (the latest kept)
 }
 
 // Ask reports whether an announcement of kind k may be acted on: a
@@ -39,7 +47,7 @@ func (c *Challenge) Ask(k ChallengeKind, probe uint32, until time.Time) (act, st
 	case c.Passed == k:
 		return true, false
 	case c.Kind == ChallengeNone:
-		c.Kind, c.Probe, c.Until = k, probe, until
+		c.Kind, c.Probe, c.Until, c.nMore = k, probe, until, 0
 		return false, true
 	}
 	return false, false
@@ -48,11 +56,39 @@ func (c *Challenge) Ask(k ChallengeKind, probe uint32, until time.Time) (act, st
 // Running reports whether a challenge runs.
 func (c *Challenge) Running() bool { return c.Kind != ChallengeNone }
 
-// Answer ends the running challenge if id is its probe's, and reports
-// whether it did: the live peer is there, so what was announced was
-// spoofed (count it in Stats.SpoofsRefused).
+// Reprobe records that the engine sent another probe, id, for the running
+// challenge; an answer to it counts as to the first. Of the probes after
+// the first, the latest ChallengeProbes − 1 are kept.
+func (c *Challenge) Reprobe(id uint32) {
+	if c.Kind == ChallengeNone || c.Probed(id) {
+		return
+	}
+	copy(c.more[1:], c.more[:])
+	c.more[0] = id
+	c.nMore = min(c.nMore+1, len(c.more))
+}
+
+// Probed reports whether id is one of the running challenge's probes.
+func (c *Challenge) Probed(id uint32) bool {
+	if c.Kind == ChallengeNone {
+		return false
+	}
+	if id == c.Probe {
+		return true
+	}
+	for _, m := range c.more[:c.nMore] {
+		if m == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Answer ends the running challenge if id is one of its probes', and
+// reports whether it did: the live peer is there, so what was announced
+// was spoofed (count it in Stats.SpoofsRefused).
 func (c *Challenge) Answer(id uint32) bool {
-	if c.Kind == ChallengeNone || id != c.Probe {
+	if !c.Probed(id) {
 		return false
 	}
 	c.Kind, c.Passed = ChallengeNone, ChallengeNone

@@ -39,3 +39,28 @@ func TestChallenge(t *testing.T) {
 	require.True(t, act)
 	require.False(t, started)
 }
+
+// TestChallengeReprobe: an answer to any of the running challenge's
+// probes refuses the announcement; of the probes after the first the
+// latest three are kept; a new challenge forgets the old probes.
+func TestChallengeReprobe(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	var c Challenge
+	c.Reprobe(3)
+	require.False(t, c.Probed(3), "no challenge runs")
+	_, started := c.Ask(ChallengeClose, 7, t0)
+	require.True(t, started)
+	for _, id := range []uint32{8, 9, 9, 10, 11} {
+		c.Reprobe(id)
+	}
+	for id, want := range map[uint32]bool{7: true, 8: false, 9: true, 10: true, 11: true, 12: false} {
+		require.Equal(t, want, c.Probed(id), "probe %d", id)
+	}
+	require.True(t, c.Answer(9))
+	require.False(t, c.Running())
+
+	_, started = c.Ask(ChallengeRestart, 20, t0)
+	require.True(t, started)
+	require.False(t, c.Answer(11), "a probe of an earlier challenge")
+	require.True(t, c.Answer(20))
+}

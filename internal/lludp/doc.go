@@ -97,8 +97,9 @@
 //   - Challenges: the viewer takes a CloseCircuit, or a new circuit's
 //     UseCircuitCode, at once, so anyone able to send from the peer's
 //     address ends the circuit. Here, while the circuit is open, either is
-//     first challenged with a StartPingCheck (RFC 5961's reason): the
-//     live circuit answers and the announcement is ignored
+//     first challenged with a StartPingCheck, repeated
+//     engine.ChallengeProbes times over the challenge (RFC 5961's
+//     reason): the live circuit answers one and the announcement is ignored
 //     (Stats.SpoofsRefused); without an answer within two round trips (at least
 //     engine.ChallengeMin) it is taken (Config.NoChallenge restores the viewer's way). A client
 //     answers pings only once its circuit is open, and no longer once it

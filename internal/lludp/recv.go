@@ -186,10 +186,11 @@ func (s *Session) peerClosed() {
 // UseCircuitCode with another circuit (a restarted client), received while
 // the circuit is open may come from a blind attacker sending from the
 // peer's address. Before acting on it the session sends a StartPingCheck
-// at once: a live circuit answers it, while a peer that closed its circuit,
-// or a restarted client whose new circuit is not open yet, does not. Only
-// without an answer within two round trips (at least engine.ChallengeMin)
-// is the announcement taken: the close at once (see Poll), the restart
+// at once, and again engine.ChallengeProbes times over the challenge, so
+// that one lost ping or answer does not decide it: a live circuit answers
+// them, while a peer that closed its circuit, or a restarted client whose
+// new circuit is not open yet, does not. Only without an answer within two
+// round trips (at least engine.ChallengeMin) is the announcement taken: the close at once (see Poll), the restart
 // with the next copy of its UseCircuitCode (the client resends it until
 // acknowledged). Until then
 // it is ignored, and one received while a challenge runs changes nothing
@@ -203,9 +204,11 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	if s.cfg.NoChallenge || s.state != engine.StateEstablished {
 		return true
 	}
-	act, started := s.chal.Ask(k, uint32(s.nextPingID), now.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)))
+	d := max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)
+	act, started := s.chal.Ask(k, uint32(s.nextPingID), now.Add(d))
 	if started {
-		s.pingAt = now.Add(-s.cfg.KeepAlive)
+		s.chalEvery = d / engine.ChallengeProbes
+		s.pingAt = now.Add(-s.chalEvery) // a ping at once
 		s.stats.Challenges++
 	}
 	return act

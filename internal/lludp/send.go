@@ -264,6 +264,7 @@ func (s *Session) sendPing(now time.Time, buf []byte) int {
 	}
 	s.pingID = s.nextPingID
 	s.nextPingID++
+	s.chal.Reprobe(uint32(s.pingID)) // during a challenge, each ping is a probe
 	s.pingsOut = min(s.pingsOut+1, 0xFF)
 	s.pingAt = now
 	var body [5]byte

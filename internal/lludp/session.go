@@ -85,7 +85,8 @@ type Session struct {
 
 	// Challenge of a close or restart announced while open (see
 	// challenged).
-	chal engine.Challenge
+	chal      engine.Challenge
+	chalEvery time.Duration // the running challenge's ping interval
 
 	// Closing.
 	closeAt   time.Time

@@ -494,7 +494,7 @@ func TestPeerClosesWithPending(t *testing.T) {
 	require.NoError(t, ParsePacket(unhex(t, poll(t, s, t0)), &pk, nil))
 	require.Equal(t, StartPingCheck, pk.Message, "the challenge")
 	until := t0.Add(max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin))
-	require.Equal(t, until, s.Deadline())
+	requireProbes(t, s, t0, until)
 	require.Empty(t, poll(t, s, until))
 	require.Equal(t, engine.StateClosed, s.State())
 	require.ErrorIs(t, s.Err(), engine.ErrPeerClosed)
@@ -503,6 +503,46 @@ func TestPeerClosesWithPending(t *testing.T) {
 	require.ErrorIs(t, s.HandleDatagram(t0, unhex(t, helloHex)), engine.ErrClosed)
 	s.Close(t0)
 	require.Equal(t, engine.StateClosed, s.State())
+}
+
+// requireProbes checks that s, which sent its first StartPingCheck of a
+// challenge at start, sends engine.ChallengeProbes − 1 more evenly until
+// the challenge runs out at until, and nothing else; it returns their ping
+// IDs.
+func requireProbes(t *testing.T, s *Session, start, until time.Time) (ids []uint8) {
+	t.Helper()
+	for i := 1; i < engine.ChallengeProbes; i++ {
+		next := start.Add(time.Duration(i) * until.Sub(start) / engine.ChallengeProbes)
+		require.Equal(t, next, s.Deadline(), "probe %d", i+1)
+		var pk Packet
+		require.NoError(t, ParsePacket(unhex(t, poll(t, s, next)), &pk, nil))
+		require.Equal(t, StartPingCheck, pk.Message, "probe %d", i+1)
+		require.Empty(t, poll(t, s, next))
+		ids = append(ids, pk.Body[0])
+	}
+	require.Equal(t, until, s.Deadline())
+	return ids
+}
+
+// TestChallengeReprobes: the challenge of a CloseCircuit repeats its
+// StartPingCheck; the live circuit's answer to a later one, the first
+// having been lost, refuses the close all the same.
+func TestChallengeReprobes(t *testing.T) {
+	s := openServer(t)
+	require.NoError(t, s.HandleDatagram(t0, unhex(t, "000000000000fffffffd")), "vector P11")
+	var pk Packet
+	require.NoError(t, ParsePacket(unhex(t, poll(t, s, t0)), &pk, nil))
+	require.Equal(t, StartPingCheck, pk.Message)
+	first := pk.Body[0]
+	next := s.Deadline()
+	require.NoError(t, ParsePacket(unhex(t, poll(t, s, next)), &pk, nil))
+	require.Equal(t, StartPingCheck, pk.Message)
+	require.Equal(t, first+1, pk.Body[0])
+	require.NoError(t, s.HandleDatagram(next, encode(Packet{Seq: 2, Message: CompletePingCheck, Body: []byte{first + 1}})))
+	require.Equal(t, uint64(1), s.Stats().SpoofsRefused)
+	require.False(t, s.chal.Running())
+	require.Equal(t, next.Add(DefaultKeepAlive), s.Deadline(), "back to the keepalive")
+	require.Equal(t, engine.StateEstablished, s.State())
 }
 
 // TestSpoofedCloseCircuit: a CloseCircuit whose challenge the live

@@ -66,7 +66,12 @@ func (s *Session) dataAt() (time.Time, bool) {
 // pingDue returns when the next StartPingCheck is due: KeepAlive after the
 // last one, or after the circuit opened.
 func (s *Session) pingDue() (time.Time, bool) {
-	if !s.open || s.cfg.KeepAlive < 0 {
+	switch {
+	case !s.open:
+		return time.Time{}, false
+	case s.chal.Running() && (s.cfg.KeepAlive < 0 || s.chalEvery < s.cfg.KeepAlive):
+		return s.pingAt.Add(s.chalEvery), true // the challenge's next probe
+	case s.cfg.KeepAlive < 0:
 		return time.Time{}, false
 	}
 	return s.pingAt.Add(s.cfg.KeepAlive), true

@@ -92,9 +92,10 @@
 //     reader need not wait for the end of that TIME-WAIT.
 //   - Challenges (RFC 5961): a Disconnect, or a Connect with a new nonce,
 //     that arrives while connected may be a blind attacker's, spoofing
-//     the peer's address. It is taken only after a Ping that the live
-//     session would answer (PingAck) got no answer within an RTO; a
-//     PingAck refuses it (Stats.Challenges, Stats.SpoofsRefused;
+//     the peer's address. It is taken only after Pings that the live
+//     session would answer (PingAck), sent engine.ChallengeProbes times
+//     over max(RTO, engine.ChallengeMin), got no answer; a PingAck to any
+//     of them refuses it (Stats.Challenges, Stats.SpoofsRefused;
 //     Config.NoChallenge turns this off). A disconnecting peer ignores
 //     Pings in the reference, so against it a close costs an RTO more.
 //     A disconnecting Session instead answers a Ping with a ConnectAck

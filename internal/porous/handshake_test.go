@@ -314,19 +314,18 @@ func TestAccept(t *testing.T) {
 }
 
 // TestPeerRestart: a Connect with a new nonce while connected is first
-// challenged with a Ping (an RTO, at least engine.ChallengeMin); when the live
-// session does not answer, the next Connect of the new peer is adopted as
-// the reference does, or refused with engine.ErrPeerRestarted.
+// challenged with Pings (engine.ChallengeProbes over an RTO, at least
+// engine.ChallengeMin); when the live session does not answer, the next
+// Connect of the new peer is adopted as the reference does, or refused
+// with engine.ErrPeerRestarted.
 func TestPeerRestart(t *testing.T) {
 	a, _ := connected(t, Config{}, Config{})
 	feedHex(t, a, at(10), connectHex(nonceB)) // a repeat: acknowledged again
 	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, a, at(10)))
 	feedHex(t, a, at(10), connectHex(0x0b0b0b02))
 	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)), "the live session is asked")
-	rto := max(a.rto(), engine.ChallengeMin)
-	require.Equal(t, at(10).Add(rto), a.Deadline(), "an RTO for the answer")
-	late := at(10).Add(rto)
-	require.Equal(t, []string{pingHex(2)}, pollHex(t, a, late), "only the keepalive: the new peer is not taken before it speaks again")
+	late := challengeProbes(t, a, at(10), 1)
+	require.Equal(t, []string{pingHex(5)}, pollHex(t, a, late), "only the keepalive: the new peer is not taken before it speaks again")
 	feedHex(t, a, late, connectHex(0x0b0b0b02))
 	require.Equal(t, []string{ackHex(0x0b0b0b02)}, pollHex(t, a, late))
 	require.Equal(t, uint64(1), a.Stats().PeerRestarts)
@@ -336,14 +335,46 @@ func TestPeerRestart(t *testing.T) {
 	r, _ := connected(t, Config{RejectNewPeerSession: true}, Config{})
 	require.NoError(t, r.HandleDatagram(at(10), unhex(t, connectHex(0x0b0b0b02))))
 	require.Equal(t, []string{pingHex(1)}, pollHex(t, r, at(10)))
-	late = at(10).Add(max(r.rto(), engine.ChallengeMin))
-	require.Equal(t, []string{pingHex(2)}, pollHex(t, r, late))
+	late = challengeProbes(t, r, at(10), 1)
+	require.Equal(t, []string{pingHex(5)}, pollHex(t, r, late))
 	before := r.Stats()
 	require.ErrorIs(t, r.HandleDatagram(late, unhex(t, connectHex(0x0b0b0b02))), engine.ErrPeerRestarted)
 	require.Empty(t, pollHex(t, r, late))
 	require.Equal(t, before, r.Stats())
 	feedHex(t, r, late, connectHex(nonceB))
 	require.Equal(t, []string{ackHex(nonceB)}, pollHex(t, r, late))
+}
+
+// challengeProbes checks that s, which sent Ping first at start for a
+// challenge, repeats it evenly until the challenge's end, which it
+// returns, and sends nothing else in between.
+func challengeProbes(t *testing.T, s *Session, start time.Time, first uint16) time.Time {
+	t.Helper()
+	d := max(s.rto(), engine.ChallengeMin)
+	for i := 1; i < engine.ChallengeProbes; i++ {
+		next := start.Add(time.Duration(i) * d / engine.ChallengeProbes)
+		require.Equal(t, next, s.Deadline(), "probe %d", i+1)
+		require.Empty(t, pollHex(t, s, next.Add(-time.Microsecond)))
+		require.Equal(t, []string{pingHex(first + uint16(i))}, pollHex(t, s, next), "probe %d", i+1)
+	}
+	require.Equal(t, start.Add(d), s.Deadline(), "the end of the challenge")
+	return start.Add(d)
+}
+
+// TestChallengeReprobes: the first challenge Ping or its answer may be
+// lost; an answer to a later Ping refuses the spoofed Disconnect all the
+// same, and the keepalive goes back to its interval.
+func TestChallengeReprobes(t *testing.T) {
+	a, _ := connected(t, Config{}, Config{})
+	feedHex(t, a, at(10), disconnectHex)
+	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)))
+	next := a.Deadline()
+	require.Equal(t, []string{pingHex(2)}, pollHex(t, a, next))
+	feedHex(t, a, next.Add(5*time.Millisecond), pingAckHex(2))
+	require.Equal(t, uint64(1), a.Stats().SpoofsRefused)
+	require.False(t, a.chal.Running())
+	require.Equal(t, next.Add(5*time.Millisecond+DefaultKeepAlive), a.Deadline())
+	require.Equal(t, engine.StateEstablished, a.State())
 }
 
 // TestSpoofedRestartAndClose: a Connect with a new nonce or a Disconnect
@@ -364,18 +395,18 @@ func TestSpoofedRestartAndClose(t *testing.T) {
 }
 
 // TestChallengedDisconnect: a real Disconnect (the peer, disconnecting,
-// ignores Pings) is answered one RTO (at least engine.ChallengeMin)
-// after it came.
+// ignores Pings) is answered when the challenge runs out, an RTO (at
+// least engine.ChallengeMin) after it came.
 func TestChallengedDisconnect(t *testing.T) {
 	a, _ := connected(t, Config{}, Config{})
 	feedHex(t, a, at(10), disconnectHex)
 	require.Equal(t, []string{pingHex(1)}, pollHex(t, a, at(10)))
 	require.Equal(t, engine.StateEstablished, a.State())
-	rto := max(a.rto(), engine.ChallengeMin)
-	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
-	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
+	end := challengeProbes(t, a, at(10), 1)
+	require.Equal(t, engine.StateEstablished, a.State())
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, end))
 	require.Equal(t, engine.StateClosing, a.State())
-	pollUntilClosed(t, a, at(10).Add(rto), at(10).Add(rto+maxTimeWait))
+	pollUntilClosed(t, a, end, end.Add(maxTimeWait))
 	require.NoError(t, a.Err())
 }
 
@@ -424,9 +455,8 @@ func TestCloseProofMustMatch(t *testing.T) {
 	require.Empty(t, pollHex(t, a, at(15)))
 	closed, _ := a.PeerClosed()
 	require.False(t, closed)
-	rto := max(a.rto(), engine.ChallengeMin)
-	require.Empty(t, pollHex(t, a, at(10).Add(rto-time.Microsecond)))
-	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, at(10).Add(rto)))
+	end := challengeProbes(t, a, at(10), 1)
+	require.Equal(t, []string{disconnectAckHex}, pollHex(t, a, end))
 	closed, _ = a.PeerClosed()
 	require.True(t, closed)
 }

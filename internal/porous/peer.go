@@ -221,10 +221,12 @@ func (s *Session) enterDisconnecting() {
 // Challenges (RFC 5961's reason): a Disconnect, or a Connect with a new
 // nonce, that arrives while connected may come from a blind attacker
 // spoofing the peer's address. Before acting on it the session sends a
-// Ping: a live session answers it (PingAck); a peer that is disconnecting,
-// or a restarted one still connecting, ignores Pings (docs/protocols/porous.md §3.1). Only
-// when no answer comes within an RTO (at least engine.ChallengeMin) is
-// the announcement taken: the Disconnect answered, the restart adopted or
+// Ping, and repeats it engine.ChallengeProbes times over the challenge, so
+// that one lost Ping or answer does not decide it: a live session answers
+// them (PingAck); a peer that is disconnecting, or a restarted one still
+// connecting, ignores Pings (docs/protocols/porous.md §3.1). Only when no
+// answer comes within an RTO (at least engine.ChallengeMin) is the
+// announcement taken: the Disconnect answered, the restart adopted or
 // refused. Until then it is ignored, and it must come again (the peer
 // repeats both every 500 ms) once the challenge is over.
 //
@@ -241,8 +243,10 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 	if s.cfg.NoChallenge {
 		return true
 	}
-	act, started := s.chal.Ask(k, uint32(s.pingID), s.now.Add(max(s.rto(), engine.ChallengeMin)))
+	d := max(s.rto(), engine.ChallengeMin)
+	act, started := s.chal.Ask(k, uint32(s.pingID), s.now.Add(d))
 	if started {
+		s.chalEvery = d / engine.ChallengeProbes
 		s.sendPing()
 		s.stats.Challenges++
 	}
@@ -254,6 +258,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 func (s *Session) answered(id uint16) {
 	if s.chal.Answer(uint32(id)) {
 		s.stats.SpoofsRefused++
+		s.pingAt = s.now.Add(s.cfg.KeepAlive) // no more probes
 	}
 }
 
@@ -288,7 +293,8 @@ func closeProof(nonce uint32, ping uint16) uint32 { return nonce ^ (uint32(ping)
 // nonce proves it (closeProof) during its challenge; any other
 // ConnectAck is ignored while connected, as by the reference.
 func (s *Session) closeProven(nonce uint32) {
-	if s.chal.Kind == engine.ChallengeClose && nonce == closeProof(s.nonce, uint16(s.chal.Probe)) {
+	ping := (nonce ^ s.nonce) - 1 // see closeProof
+	if s.chal.Kind == engine.ChallengeClose && ping <= 0xFFFF && s.chal.Probed(ping) {
 		s.chal.Kind = engine.ChallengeNone
 		s.acceptClose()
 	}
@@ -308,8 +314,15 @@ func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s
 func (s *Session) sendPing() {
 	s.pushCtl(FramePing, uint32(s.pingID))
 	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now, id: s.pingID, ok: true}
-	s.pingID++
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
+	if s.chal.Running() {
+		// Each Ping during a challenge is one of its probes.
+		s.chal.Reprobe(uint32(s.pingID))
+		if next := s.now.Add(s.chalEvery); next.Before(s.pingAt) {
+			s.pingAt = next
+		}
+	}
+	s.pingID++
 	s.trim()
 }
 

@@ -87,6 +87,7 @@ type Session struct {
 	// Challenge of a restart or close announced while connected (see
 	// challenged).
 	chal      engine.Challenge
+	chalEvery time.Duration // the running challenge's Ping interval
 	connectAt time.Time
 	discAt    time.Time
 	twEnd     time.Time // end of TIME-WAIT
