@@ -41,7 +41,8 @@ func bottleneck(delay time.Duration, loss float64) Path {
 // BenchmarkPath moves one stream one way through the relay for each
 // scenario: every rudp protocol, kcp-go and quic-go, as BenchmarkStream
 // does on loopback. Besides MB/s it reports the share of the data
-// datagrams the bottleneck dropped (%dropped). Run it with a -benchtime
+// datagrams the bottleneck dropped (%dropped) and, for rudp, of the
+// messages sent more than once (%resent). Run it with a -benchtime
 // of several seconds: each sub-benchmark is one transfer, slow start
 // included.
 func BenchmarkPath(b *testing.B) {
@@ -50,8 +51,10 @@ func BenchmarkPath(b *testing.B) {
 			for _, p := range rudp.Protocols() {
 				b.Run("rudp/"+p.String(), func(b *testing.B) {
 					r := &relayed{sc: sc}
-					measure(b, rudpPair(b, p, r.via))
+					pr := rudpPair(b, p, r.via)
+					measure(b, pr)
 					r.report(b)
+					reportResent(b, pr.W.(*rudp.Conn))
 				})
 			}
 			b.Run("kcp-go", func(b *testing.B) {
@@ -91,6 +94,14 @@ func (x *relayed) report(b *testing.B) {
 	if x.sc.up.Rate > 0 && up.Datagrams > 0 {
 		b.ReportMetric(100*float64(up.Dropped)/float64(up.Datagrams), "%dropped")
 	}
+}
+
+// reportResent adds the share of the sender's messages that it sent more
+// than once (%resent) to the benchmark's metrics: with random loss it
+// should stay close to the loss rate, and at 0 on a path without loss.
+func reportResent(b *testing.B, c *rudp.Conn) {
+	st := c.Stats()
+	b.ReportMetric(100*float64(st.Retransmits)/float64(max(st.MessagesSent, 1)), "%resent")
 }
 
 // shareTime is how long BenchmarkShare runs its two streams; shares are
