@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/impair"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
 	"github.com/stretchr/testify/require"
@@ -279,11 +280,17 @@ func (c *spoofConn) ReadFrom(p []byte) (int, net.Addr, error) {
 // client's socket takes them as the listener's (!toServer), and the
 // attacker's socket and the address to send to.
 func spoofedPair(t *testing.T, p Protocol, toServer bool) (c, s *Conn, attacker net.PacketConn, target net.Addr) {
+	return spoofedPairImpaired(t, p, toServer, nil)
+}
+
+// spoofedPairImpaired is spoofedPair with imp, if not nil, impairing what
+// the client and the listener send.
+func spoofedPairImpaired(t *testing.T, p Protocol, toServer bool, imp *impair.Config) (c, s *Conn, attacker net.PacketConn, target net.Addr) {
 	t.Helper()
 	attacker = udpSocket(t, nil, 0)
 	t.Cleanup(func() { attacker.Close() })
 	cfg := &Config{Protocol: p}
-	spc, cpc := udpSocket(t, nil, 0), udpSocket(t, nil, 0)
+	spc, cpc := udpSocket(t, imp, 1), udpSocket(t, imp, 2)
 	if toServer {
 		spc = &spoofConn{PacketConn: spc, attacker: attacker.LocalAddr(), victim: cpc.LocalAddr()}
 		target = spc.LocalAddr()
@@ -391,6 +398,74 @@ func TestHostileSpoofedRestartAndClose(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHostileSpoofsUnderLoss: at 2 % loss each way, a blind attacker
+// announces the client's close or restart to the listener from the
+// client's address until the listener has challenged it 100 times. Each
+// challenge probes the live client four times (engine.ChallengeProbes),
+// so a lost probe or answer does not let a spoof through: every
+// challenge is refused, and the stream still carries data both ways.
+// With one probe per challenge, about 4 % of challenges would pass.
+func TestHostileSpoofsUnderLoss(t *testing.T) {
+	disconnect := porous.Frame{Type: porous.FrameDisconnect}
+	cases := []struct {
+		name  string
+		p     Protocol
+		spoof []byte
+	}{
+		{"porous-disconnect", POROUS, disconnect.AppendTo(nil)},
+		{"airhook-session", Airhook, (&airhook.Packet{Session: 0x5900f, Seq: 1}).AppendTo(nil)},
+		{"lludp-closecircuit", LLUDP, lludp.AppendPacket(nil, &lludp.Packet{Seq: 2, Message: lludp.CloseCircuit})},
+	}
+	const challenges = 100
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, s, attacker, target := spoofedPairImpaired(t, tc.p, true, &impair.Config{Loss: 0.02})
+			deadline := time.Now().Add(hangGuard)
+			for {
+				n, refused, _ := engineStats(s)
+				if n >= challenges && refused == n {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "%d challenges, %d refused", n, refused)
+				select {
+				case <-s.Done():
+					t.Fatalf("a spoof was taken after %d challenges, %d refused", n, refused)
+				default:
+				}
+				if n < challenges {
+					_, _ = attacker.WriteTo(seal(bytes.Clone(tc.spoof)), target)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			n, refused, restarts := engineStats(s)
+			require.Equal(t, n, refused, "every challenge refused")
+			require.Zero(t, restarts)
+			echoBothWays(t, c, s, 64<<10)
+		})
+	}
+}
+
+// echoBothWays writes n bytes each way between a and b at once and checks
+// that each end reads exactly what the other wrote.
+func echoBothWays(t *testing.T, a, b *Conn, n int) {
+	t.Helper()
+	require.NoError(t, a.SetDeadline(time.Now().Add(hangGuard)))
+	require.NoError(t, b.SetDeadline(time.Now().Add(hangGuard)))
+	data := randomBytes(n, 3)
+	errs := make(chan error, 2)
+	for _, w := range []*Conn{a, b} {
+		go func() { _, err := w.Write(data); errs <- err }()
+	}
+	for _, r := range []*Conn{a, b} {
+		got := make([]byte, n)
+		_, err := io.ReadFull(r, got)
+		require.NoError(t, err)
+		require.Equal(t, data, got)
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
 }
 
 // TestHostileLLUDPInjection: a blind attacker sends the listener, from
