@@ -27,12 +27,27 @@
 //     connected datagram follows UNENCRYPTED_ACK; a server takes a
 //     connected datagram from a client it answered as its UNENCRYPTED_ACK
 //     (both §5). A server refuses another protocol version
-//     (INCOMPATIBLE_VERSION) and a client asking for encryption
-//     (INCOMPATIBLE_SECURITY) with ERROR_OCCURRED and ends with
-//     engine.ErrIncompatible. A client's ERROR_OCCURRED ends it with
+//     (INCOMPATIBLE_VERSION) and a client whose crypto flag differs from
+//     Config.Encrypt (INCOMPATIBLE_SECURITY) with ERROR_OCCURRED and ends
+//     with engine.ErrIncompatible. A client's ERROR_OCCURRED ends it with
 //     engine.ErrIncompatible, ErrNoFreeSlots, ErrAlreadyConnected or
 //     ErrConnectRefused. ALREADY_CONNECTED concerns a whole endpoint and
 //     is never sent here.
+//   - Encryption (Config.Encrypt, §1.7, §3.8): after INITIAL_SERVER the
+//     AUTH_MSG exchange: the client's fresh X25519 key and challenge flag
+//     (state 0), the server's fresh key in answer, both in the clear;
+//     then, sealed, the client's challenge to Config.ServerKey and the
+//     server's answer (state 1) when the client checks the server's
+//     identity, and DONE (state 2), which the server answers with an
+//     AUTH_MSG without state that the client ignores. Key pairs,
+//     challenge and the 24-byte nonce of every datagram come from
+//     Config.Rand. The message awaiting an answer is repeated as in
+//     §3.2; a repeat of the peer's plaintext key exchange after ours is
+//     answered again, and a server takes a sealed connected datagram for
+//     a lost DONE. From the key exchange on every datagram, out-of-band
+//     ones included, is sealed, at most MaxDatagram bytes with its 40
+//     bytes of nonce and MAC; one that does not open is dropped and
+//     counted (ErrDecrypt; the reference drops the connection).
 //   - Reliability (§3.3, §3.4): datagram IDs and packet IDs from 0;
 //     every transmission in a new datagram; ACK and NAK lists in ack-only
 //     datagrams when more than 10 IDs are owed or after 10 ms; a NAKed
