@@ -133,16 +133,19 @@ type Config struct {
 	// dead session).
 	SendLimit int
 	// KeepAlive: after this long without sending anything the session
-	// sends a keepalive, a reliable packet of the unused command PONG
-	// (1) on channel 0, which the peer acknowledges; default
+	// sends a keepalive, an unreliable packet of the unused command PONG
+	// (1) on channel 0, sent once, whose datagram the peer acknowledges;
+	// default
 	// DefaultKeepAlive, negative for none.
 	KeepAlive time.Duration
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
 	// long without an accepted datagram; default DefaultIdleTimeout,
 	// negative for never. The reference has none.
 	IdleTimeout time.Duration
-	// HandshakeTimeout, when positive, ends the handshake earlier than
-	// its 4 attempts 2 s apart.
+	// HandshakeTimeout, when positive, ends the handshake with
+	// engine.ErrHandshakeTimeout that long after it began, its messages
+	// repeated every 2 s until then; zero: the reference's 4 attempts 2 s
+	// apart, then an error wrapping engine.ErrHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// Linger bounds StateClosing; default DefaultLinger.
 	Linger time.Duration

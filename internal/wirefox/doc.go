@@ -22,7 +22,8 @@
 //
 //   - Handshake: INITIAL_CLIENT, INITIAL_SERVER, UNENCRYPTED_ACK (§3.2),
 //     repeated every 2 s, 4 attempts, then Err wraps
-//     engine.ErrHandshakeTimeout. A client that receives INITIAL_SERVER
+//     engine.ErrHandshakeTimeout; with Config.HandshakeTimeout, repeated
+//     until it passes, then Err is engine.ErrHandshakeTimeout. A client that receives INITIAL_SERVER
 //     again after it completed sends UNENCRYPTED_ACK again, and its first
 //     connected datagram follows UNENCRYPTED_ACK; a server takes a
 //     connected datagram from a client it answered as its UNENCRYPTED_ACK
@@ -71,10 +72,11 @@
 //     are not delivered (DISCONNECT_REQUEST closes, the others are
 //     dropped).
 //   - Keepalive and idle timeout: the reference has neither (§3.7). After
-//     Config.KeepAlive without sending, the session sends a reliable
-//     packet of the unused command PONG (1) on channel 0: to the reference
-//     an internal command it acknowledges and drops. Config.IdleTimeout
-//     ends the session with engine.ErrIdleTimeout.
+//     Config.KeepAlive without sending, the session sends an unreliable
+//     packet of the unused command PONG (1) on channel 0, sent once: to
+//     the reference an internal command it drops, in a data datagram
+//     whose ACK it sends (§3.3), so that a silent peer still answers.
+//     Config.IdleTimeout ends the session with engine.ErrIdleTimeout.
 //   - Close: Close sends the pending messages, then a reliable
 //     DISCONNECT_REQUEST, and closes on DISCONNECT_ACK or after
 //     Config.Linger. The peer's DISCONNECT_REQUEST is answered with an
@@ -84,7 +86,7 @@
 //   - Challenges (Config.Challenge, for peers running this package): an
 //     established session takes neither a DISCONNECT_REQUEST nor a new
 //     client's INITIAL_CLIENT from the peer's address at once; it sends a
-//     keepalive, and if the live peer acknowledges it within two timeouts
+//     probe, a reliable PONG, and if the live peer acknowledges it within two timeouts
 //     (at least engine.ChallengeMin) the announcement was spoofed
 //     (Stats.SpoofsRefused). Otherwise the next copy is taken: the close,
 //     or the restart, which ends the session with engine.ErrPeerRestarted

@@ -334,7 +334,7 @@ func (s *Session) established(now time.Time) {
 
 // challenged reports whether an announcement of kind k may be acted on
 // (see engine.Challenge): always without Config.Challenge; otherwise once
-// a challenge ran out unanswered. Starting one sends a keepalive at once
+// a challenge ran out unanswered. Starting one sends a probe at once
 // whose acknowledgement answers it.
 func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	if !s.cfg.Challenge || s.state != engine.StateEstablished {
@@ -348,10 +348,10 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	return act
 }
 
-// probe sends a keepalive now: a reliable PONG on channel 0, whose packet
-// ID is s.nextPkt at the time of the call.
+// probe sends a reliable PONG on channel 0 now, whose packet ID is
+// s.nextPkt at the time of the call.
 func (s *Session) probe() {
-	m := &outMsg{blob: []byte{1}, opts: OptReliable, internal: true, nseg: 1, next: 1, unacked: 1}
+	m := &outMsg{blob: []byte{CmdPong}, opts: OptReliable, internal: true, nseg: 1, next: 1, unacked: 1}
 	p := &outPkt{msg: m, id: s.nextPkt}
 	s.nextPkt++
 	s.unackedN++

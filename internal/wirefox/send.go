@@ -113,9 +113,9 @@ func (s *Session) timers(now time.Time) {
 	if s.phase != phaseDone {
 		switch {
 		case s.cfg.HandshakeTimeout > 0 && !now.Before(s.hsStart.Add(s.cfg.HandshakeTimeout)):
-			s.fail(fmt.Errorf("%w: wirefox: no answer within %v", engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
+			s.fail(engine.ErrHandshakeTimeout)
 		case s.phase == phaseInitial && s.failAfter == nil && !now.Before(s.hsNext):
-			if s.hsSent >= HandshakeAttempts {
+			if s.hsSent >= HandshakeAttempts && s.cfg.HandshakeTimeout == 0 {
 				s.fail(fmt.Errorf("%w: wirefox: no answer after %d attempts", engine.ErrHandshakeTimeout, s.hsSent))
 				return
 			}
@@ -163,7 +163,7 @@ func (s *Session) timers(now time.Time) {
 		s.queue(m)
 	}
 	if s.cfg.KeepAlive > 0 && s.state == engine.StateEstablished && !now.Before(s.lastSend.Add(s.cfg.KeepAlive)) {
-		s.probe()
+		s.queue(&outMsg{blob: []byte{CmdPong}, internal: true}) // unreliable: sent once
 		s.lastSend = now
 	}
 }
@@ -231,13 +231,15 @@ func (s *Session) link(p *outPkt) {
 }
 
 // ackDue returns when the owed ACKs and NAKs go out: at once when more
-// than 10 are owed, else 10 ms after the oldest.
+// than 10 are owed or when closing (before the DISCONNECT_REQUEST, whose
+// answer ends the session: what was taken is acknowledged), else 10 ms
+// after the oldest.
 func (s *Session) ackDue() (time.Time, bool) {
 	n := len(s.owedAcks) + len(s.owedNaks)
 	switch {
 	case n == 0:
 		return time.Time{}, false
-	case n > ackThreshold:
+	case n > ackThreshold || s.state == engine.StateClosing:
 		return s.now, true
 	}
 	return s.owedSince.Add(ackDelay), true
