@@ -51,7 +51,9 @@
 //     counted (ErrDecrypt; the reference drops the connection).
 //   - Reliability (§3.3, §3.4): datagram IDs and packet IDs from 0;
 //     every transmission in a new datagram; ACK and NAK lists in ack-only
-//     datagrams when more than 10 IDs are owed or after 10 ms; a NAKed
+//     datagrams when more than 10 IDs are owed or after 10 ms; a skipped
+//     datagram ID is NAKed once 3 later IDs arrived and a quarter of the
+//     RTT passed, not at once as the reference does (§4 bug 5); a NAKed
 //     datagram's packets are sent again at once; the timeout is the
 //     reference's (105 ms, then 2·avg + 4·(max − min) + 5 ms over 32
 //     samples) times the number of sends. After Config.SendLimit sends (6)
@@ -79,7 +81,8 @@
 //     Config.IdleTimeout ends the session with engine.ErrIdleTimeout.
 //   - Close: Close sends the pending messages, then a reliable
 //     DISCONNECT_REQUEST, and closes on DISCONNECT_ACK or after
-//     Config.Linger. The peer's DISCONNECT_REQUEST is answered with an
+//     Config.Linger, or, everything acknowledged, after IdleTimeout
+//     without an answer. The peer's DISCONNECT_REQUEST is answered with an
 //     out-of-band DISCONNECT_ACK, and the session ends (with
 //     engine.ErrPeerClosed when messages of ours were pending). After its
 //     DISCONNECT_REQUEST the session takes and acknowledges nothing more.

@@ -123,12 +123,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.stats.Duplicates++
 		return nil
 	}
-	if gap := int32(d.ID - s.expected); s.gotFirst && gap > 0 {
-		for x := s.expected; x != d.ID && len(s.owedNaks) < maxOwedNaks; x++ {
-			s.owe(&s.owedNaks, x)
-		}
-	}
-	s.expected, s.gotFirst = d.ID+1, true
+	s.arrived(now, d.ID)
 	var sample time.Duration
 	for _, id := range d.Acks {
 		if rtt, ok := s.ackDgram(now, id); ok {
@@ -173,6 +168,62 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.owe(&s.owedAcks, d.ID)
 	}
 	return nil
+}
+
+// arrived notes datagram id: the IDs it skips become gaps, and a gap it
+// fills is one no more. Unlike the reference, which NAKs every skipped ID
+// at once and takes a late datagram's ID as the new highest (§3.3, §4 bug
+// 5), a gap is NAKed only once reorderDistance later IDs arrived and
+// reorderDelay passed (as RACK's reordering window, RFC 8985 §6.2), so
+// that reordering does not cause resends; a datagram lost at the tail is
+// left to the sender's timeout.
+func (s *Session) arrived(now time.Time, id uint32) {
+	switch gap := int32(id - s.expected); {
+	case !s.gotFirst:
+		s.expected, s.gotFirst = id+1, true
+	case gap >= 0:
+		for x := s.expected; x != id && len(s.gaps) < maxOwedNaks; x++ {
+			s.gaps = append(s.gaps, gapID{id: x, since: now})
+		}
+		s.expected = id + 1
+	default:
+		for i, g := range s.gaps {
+			if g.id == id {
+				s.gaps = append(s.gaps[:i], s.gaps[i+1:]...)
+				break
+			}
+		}
+	}
+	s.nakGaps(now)
+}
+
+// gapID is a datagram ID skipped at since.
+type gapID struct {
+	id    uint32
+	since time.Time
+}
+
+// Reordering allowance before a gap is NAKed: reorderDistance later
+// datagram IDs, and reorderDelay.
+const reorderDistance = 3
+
+// reorderDelay is a quarter of the RTT estimate, at least 1 ms.
+func (s *Session) reorderDelay() time.Duration { return max(s.smoothed()/4, time.Millisecond) }
+
+// nakGaps owes NAKs for the gaps that outlived the reordering allowance
+// at now.
+func (s *Session) nakGaps(now time.Time) {
+	n := 0
+	for _, g := range s.gaps {
+		if int32(s.expected-1-g.id) < reorderDistance || now.Before(g.since.Add(s.reorderDelay())) {
+			break
+		}
+		if len(s.owedNaks) < maxOwedNaks {
+			s.owe(&s.owedNaks, g.id)
+		}
+		n++
+	}
+	s.gaps = s.gaps[:copy(s.gaps, s.gaps[n:])]
 }
 
 // owe queues id on list.

@@ -124,9 +124,14 @@ func (s *Session) timers(now time.Time) {
 		return
 	}
 	if s.cfg.IdleTimeout > 0 && !now.Before(s.lastRecv.Add(s.cfg.IdleTimeout)) {
+		if s.state == engine.StateClosing && s.pending == 0 {
+			s.fail(nil) // all acknowledged: the peer is gone, its DISCONNECT_ACK lost
+			return
+		}
 		s.fail(engine.ErrIdleTimeout)
 		return
 	}
+	s.nakGaps(now)
 	if s.chal.Running() && !now.Before(s.chal.Until) {
 		if s.chal.Expire() == engine.ChallengeClose {
 			s.takeClose() // unanswered: the peer closed

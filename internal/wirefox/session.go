@@ -164,6 +164,7 @@ type Session struct {
 	gotFirst  bool
 	owedAcks  []uint32
 	owedNaks  []uint32
+	gaps      []gapID // skipped datagram IDs not yet NAKed, oldest first
 	owedSince time.Time
 
 	// Receiving.
