@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"crypto/ecdh"
 	"fmt"
 	"io"
 	"log/slog"
@@ -140,6 +141,27 @@ type Config struct {
 	// default none. Stream conns ignore it: they use channel 1, ORDERED.
 	WirefoxChannels []WirefoxChannelMode
 
+	// WirefoxEncrypt encrypts Wirefox conns, message and stream, as the
+	// reference's libsodium build: fresh X25519 keys for every conn, then
+	// every datagram sealed with XChaCha20-Poly1305 (40 bytes more, within
+	// the 1300-byte limit). Both ends must agree: otherwise the handshake
+	// fails with ErrIncompatible. A datagram that does not open is
+	// dropped and counted in Stats.PacketsRejected. Without
+	// WirefoxServerKey the server is not authenticated.
+	WirefoxEncrypt bool
+
+	// WirefoxIdentity is a Wirefox listener's long-term X25519 private key
+	// (ecdh.X25519), with which it proves its identity to clients that
+	// know its public key (WirefoxServerKey). Requires WirefoxEncrypt;
+	// dialing conns ignore it.
+	WirefoxIdentity *ecdh.PrivateKey
+
+	// WirefoxServerKey is the server's long-term X25519 public key
+	// (ecdh.X25519) that a dialing Wirefox conn checks: its handshake
+	// fails with ErrIncorrectRemoteIdentity unless the server holds the
+	// private key. Requires WirefoxEncrypt; listeners ignore it.
+	WirefoxServerKey *ecdh.PublicKey
+
 	// Circuit is what an LLUDP client sends in its UseCircuitCode message
 	// to open the circuit. A zero Circuit.Code is replaced by a random
 	// code. A listener accepts any circuit; MessageConn.Circuit reports it.
@@ -174,7 +196,8 @@ type Config struct {
 	// each naming the peer. Default: no logging.
 	Logger *slog.Logger
 
-	// Rand is the source of session identifiers. Default crypto/rand.
+	// Rand is the source of session identifiers (and of the seeds of
+	// Wirefox's per-conn key and nonce generators). Default crypto/rand.
 	Rand io.Reader
 }
 

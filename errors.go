@@ -66,8 +66,12 @@ var (
 	ErrAlreadyConnected = wirefox.ErrAlreadyConnected
 	// ErrConnectRefused: a Wirefox server refused the connection for
 	// another reason (ERROR_OCCURRED with CONNECT_FAILED, a wrong
-	// identity or password, a rate limit or a ban).
+	// password, a rate limit or a ban).
 	ErrConnectRefused = wirefox.ErrConnectRefused
+	// ErrIncorrectRemoteIdentity: a Wirefox server failed the identity
+	// check of Config.WirefoxServerKey: it does not hold the matching
+	// private key.
+	ErrIncorrectRemoteIdentity = wirefox.ErrIncorrectRemoteIdentity
 )
 
 // opError wraps err as the *net.OpError that net.Conn methods return. It

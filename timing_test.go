@@ -33,7 +33,6 @@ func requireTimeout(t *testing.T, err, want error) {
 func TestIdleTimeout(t *testing.T) {
 	const idle, keepAlive = 1500 * time.Millisecond, 500 * time.Millisecond
 	forEachKind(t, func(t *testing.T, p Protocol, k vkind, vp *vpath) {
-		skipWirefox(t, p, "its keepalive is a reliable packet whose resends the probe timing counts")
 		cfg := vcfg(Config{Protocol: p, IdleTimeout: idle, KeepAlive: time.Minute, HandshakeTimeout: time.Minute})
 		c, s := k.pair(t, vp, cfg)
 		require.NoError(t, send(s, p, []byte("hello")))
@@ -110,7 +109,6 @@ func TestKeepAliveHoldsIdleConn(t *testing.T) {
 func TestHandshakeTimeout(t *testing.T) {
 	const timeout = 7 * time.Second
 	forEachKind(t, func(t *testing.T, p Protocol, k vkind, vp *vpath) {
-		skipWirefox(t, p, "its handshake repeats every 2 s, 4 times, whatever HandshakeTimeout")
 		cfg := vcfg(Config{Protocol: p, HandshakeTimeout: timeout})
 		var c interface {
 			Handshake(context.Context) error
@@ -204,7 +202,6 @@ func pendingOf[T comparable](q *acceptQueue[T]) []any {
 func TestStreamToMessageListener(t *testing.T) {
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
-			skipWirefox(t, p, "a stream dialing a message listener is not refused yet")
 			synctest.Test(t, func(t *testing.T) {
 				vp := newVPath(t, 0)
 				cfg := vcfg(Config{Protocol: p, HandshakeTimeout: 2 * time.Second})
@@ -369,14 +366,5 @@ func TestHandshakeTimeoutText(t *testing.T) {
 				require.ErrorContains(t, err, fmt.Sprintf(tc.want, vp.server.LocalAddr()))
 			})
 		})
-	}
-}
-
-// skipWirefox skips a Wirefox subtest whose behaviour is not yet what the
-// test expects, saying why.
-func skipWirefox(t *testing.T, p Protocol, why string) {
-	t.Helper()
-	if p == Wirefox {
-		t.Skip("wirefox: " + why)
 	}
 }

@@ -2,8 +2,12 @@ package rudp
 
 import (
 	"cmp"
+	"crypto/ecdh"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -38,6 +42,13 @@ func (c *Config) validateWirefox() error {
 	case c.MaxMessage > MaxMessageWirefox:
 		return fmt.Errorf("rudp: Config.MaxMessage %d above %d", c.MaxMessage, MaxMessageWirefox)
 	}
+	switch {
+	case (c.WirefoxIdentity != nil || c.WirefoxServerKey != nil) && !c.WirefoxEncrypt:
+		return fmt.Errorf("rudp: Config.WirefoxIdentity and WirefoxServerKey need WirefoxEncrypt")
+	case c.WirefoxIdentity != nil && c.WirefoxIdentity.Curve() != ecdh.X25519(),
+		c.WirefoxServerKey != nil && c.WirefoxServerKey.Curve() != ecdh.X25519():
+		return fmt.Errorf("rudp: Config.WirefoxIdentity and WirefoxServerKey must be X25519 keys")
+	}
 	for i, m := range c.WirefoxChannels {
 		if m > WirefoxSequenced {
 			return fmt.Errorf("rudp: Config.WirefoxChannels[%d] = %d, not a channel mode", i, m)
@@ -69,6 +80,18 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		Congestion:       congestion.Algorithm(c.Congestion),
 		Logger:           log,
 	}
+	if c.WirefoxEncrypt {
+		cfg.Encrypt = true
+		cfg.Rand = c.wirefoxRand()
+		if accept && c.WirefoxIdentity != nil {
+			id := wirefox.KeyPairFromSecret([wirefox.KeySize]byte(c.WirefoxIdentity.Bytes()))
+			cfg.Identity = &id
+		}
+		if !accept && c.WirefoxServerKey != nil {
+			key := [wirefox.KeySize]byte(c.WirefoxServerKey.Bytes())
+			cfg.ServerKey = &key
+		}
+	}
 	if stream {
 		cfg.Channels = []wirefox.ChannelMode{wirefox.Ordered}
 		cfg.MaxDatagram -= sealLen // see seal
@@ -78,4 +101,19 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		cfg.Challenge = true
 	}
 	return wirefox.New(now, cfg)
+}
+
+// wirefoxRand is the random source of one encrypted Wirefox engine (its
+// key pair, challenge and nonces): crypto/rand, or with Config.Rand a
+// ChaCha8 generator of its own seeded from it, since the engines of
+// several conns draw at once.
+func (c *Config) wirefoxRand() io.Reader {
+	if c.Rand == nil {
+		return nil
+	}
+	var seed [32]byte
+	for i := 0; i < len(seed); i += 8 {
+		binary.BigEndian.PutUint64(seed[i:], c.random64())
+	}
+	return mrand.NewChaCha8(seed)
 }

@@ -84,8 +84,27 @@ type Config struct {
 	Accept bool
 	// PeerID is this end's PeerID; 0 draws one from Rand.
 	PeerID uint64
-	// Rand is the source of the PeerID (crypto/rand when nil).
+	// Rand is the source of the PeerID, and with Encrypt of the
+	// per-connection key-exchange key pairs, the datagram nonces and the
+	// identity challenge (crypto/rand when nil). When it fails, New or
+	// the session fails with its error.
 	Rand io.Reader
+	// Encrypt encrypts the connection (docs/protocols/wirefox.md §1.7,
+	// §3.8): the handshake exchanges fresh X25519 keys, then every
+	// datagram is sealed, 40 bytes longer. Both ends must agree; a server
+	// answers a mismatch with ERROR_OCCURRED INCOMPATIBLE_SECURITY and
+	// both end with an error wrapping engine.ErrIncompatible.
+	Encrypt bool
+	// Identity is a server's long-term key pair, with which it answers a
+	// client's identity challenge. A server without one refuses a
+	// challenge (INCOMPATIBLE_SECURITY). Requires Encrypt; not for a
+	// client.
+	Identity *KeyPair
+	// ServerKey is, for a client, the server's long-term public key: the
+	// client sends it a sealed 64-byte challenge and fails with
+	// ErrIncorrectRemoteIdentity unless the server answers it. Nil: no
+	// challenge. Requires Encrypt and Client.
+	ServerKey *[KeySize]byte
 	// Channels is the channel table: Channels[i] is the mode of channel
 	// i+1, created in that order by the reference's application
 	// (docs/protocols/wirefox.md §3.5). Channels are not negotiated: the
@@ -114,16 +133,19 @@ type Config struct {
 	// dead session).
 	SendLimit int
 	// KeepAlive: after this long without sending anything the session
-	// sends a keepalive, a reliable packet of the unused command PONG
-	// (1) on channel 0, which the peer acknowledges; default
+	// sends a keepalive, an unreliable packet of the unused command PONG
+	// (1) on channel 0, sent once, whose datagram the peer acknowledges;
+	// default
 	// DefaultKeepAlive, negative for none.
 	KeepAlive time.Duration
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
 	// long without an accepted datagram; default DefaultIdleTimeout,
 	// negative for never. The reference has none.
 	IdleTimeout time.Duration
-	// HandshakeTimeout, when positive, ends the handshake earlier than
-	// its 4 attempts 2 s apart.
+	// HandshakeTimeout, when positive, ends the handshake with
+	// engine.ErrHandshakeTimeout that long after it began, its messages
+	// repeated every 2 s until then; zero: the reference's 4 attempts 2 s
+	// apart, then an error wrapping engine.ErrHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// Linger bounds StateClosing; default DefaultLinger.
 	Linger time.Duration
@@ -161,6 +183,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: MaxMessage %d outside 1..%d", errConfig, c.MaxMessage, MaxMessage)
 	case c.MaxQueued < 0 || c.MaxRecvBuffer < c.MaxMessage:
 		return c, fmt.Errorf("%w: MaxQueued %d, MaxRecvBuffer %d", errConfig, c.MaxQueued, c.MaxRecvBuffer)
+	case (c.Identity != nil || c.ServerKey != nil) && !c.Encrypt,
+		c.Identity != nil && c.Client, c.ServerKey != nil && !c.Client:
+		return c, fmt.Errorf("%w: Identity is for an encrypting server, ServerKey for an encrypting client", errConfig)
+	case c.Encrypt && c.MaxDatagram-Overhead < MinMaxDatagram:
+		return c, fmt.Errorf("%w: MaxDatagram %d below %d with encryption", errConfig, c.MaxDatagram, MinMaxDatagram+Overhead)
 	case c.HandshakeTimeout < 0 || c.Linger < 0:
 		return c, fmt.Errorf("%w: negative timer", errConfig)
 	}

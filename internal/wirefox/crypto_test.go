@@ -48,6 +48,7 @@ type cryptoSide struct {
 
 type cryptoDatagram struct {
 	Index        int       `json:"index"`
+	TMs          float64   `json:"t_ms"`
 	Direction    string    `json:"direction"`
 	Length       int       `json:"length"`
 	Encrypted    bool      `json:"encrypted"`

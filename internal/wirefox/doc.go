@@ -22,20 +22,38 @@
 //
 //   - Handshake: INITIAL_CLIENT, INITIAL_SERVER, UNENCRYPTED_ACK (§3.2),
 //     repeated every 2 s, 4 attempts, then Err wraps
-//     engine.ErrHandshakeTimeout. A client that receives INITIAL_SERVER
+//     engine.ErrHandshakeTimeout; with Config.HandshakeTimeout, repeated
+//     until it passes, then Err is engine.ErrHandshakeTimeout. A client that receives INITIAL_SERVER
 //     again after it completed sends UNENCRYPTED_ACK again, and its first
 //     connected datagram follows UNENCRYPTED_ACK; a server takes a
 //     connected datagram from a client it answered as its UNENCRYPTED_ACK
 //     (both §5). A server refuses another protocol version
-//     (INCOMPATIBLE_VERSION) and a client asking for encryption
-//     (INCOMPATIBLE_SECURITY) with ERROR_OCCURRED and ends with
-//     engine.ErrIncompatible. A client's ERROR_OCCURRED ends it with
+//     (INCOMPATIBLE_VERSION) and a client whose crypto flag differs from
+//     Config.Encrypt (INCOMPATIBLE_SECURITY) with ERROR_OCCURRED and ends
+//     with engine.ErrIncompatible. A client's ERROR_OCCURRED ends it with
 //     engine.ErrIncompatible, ErrNoFreeSlots, ErrAlreadyConnected or
 //     ErrConnectRefused. ALREADY_CONNECTED concerns a whole endpoint and
 //     is never sent here.
+//   - Encryption (Config.Encrypt, §1.7, §3.8): after INITIAL_SERVER the
+//     AUTH_MSG exchange: the client's fresh X25519 key and challenge flag
+//     (state 0), the server's fresh key in answer, both in the clear;
+//     then, sealed, the client's challenge to Config.ServerKey and the
+//     server's answer (state 1) when the client checks the server's
+//     identity, and DONE (state 2), which the server answers with an
+//     AUTH_MSG without state that the client ignores. Key pairs,
+//     challenge and the 24-byte nonce of every datagram come from
+//     Config.Rand. The message awaiting an answer is repeated as in
+//     §3.2; a repeat of the peer's plaintext key exchange after ours is
+//     answered again, and a server takes a sealed connected datagram for
+//     a lost DONE. From the key exchange on every datagram, out-of-band
+//     ones included, is sealed, at most MaxDatagram bytes with its 40
+//     bytes of nonce and MAC; one that does not open is dropped and
+//     counted (ErrDecrypt; the reference drops the connection).
 //   - Reliability (§3.3, §3.4): datagram IDs and packet IDs from 0;
 //     every transmission in a new datagram; ACK and NAK lists in ack-only
-//     datagrams when more than 10 IDs are owed or after 10 ms; a NAKed
+//     datagrams when more than 10 IDs are owed or after 10 ms; a skipped
+//     datagram ID is NAKed once 3 later IDs arrived and a quarter of the
+//     RTT passed, not at once as the reference does (§4 bug 5); a NAKed
 //     datagram's packets are sent again at once; the timeout is the
 //     reference's (105 ms, then 2·avg + 4·(max − min) + 5 ms over 32
 //     samples) times the number of sends. After Config.SendLimit sends (6)
@@ -56,20 +74,22 @@
 //     are not delivered (DISCONNECT_REQUEST closes, the others are
 //     dropped).
 //   - Keepalive and idle timeout: the reference has neither (§3.7). After
-//     Config.KeepAlive without sending, the session sends a reliable
-//     packet of the unused command PONG (1) on channel 0: to the reference
-//     an internal command it acknowledges and drops. Config.IdleTimeout
-//     ends the session with engine.ErrIdleTimeout.
+//     Config.KeepAlive without sending, the session sends an unreliable
+//     packet of the unused command PONG (1) on channel 0, sent once: to
+//     the reference an internal command it drops, in a data datagram
+//     whose ACK it sends (§3.3), so that a silent peer still answers.
+//     Config.IdleTimeout ends the session with engine.ErrIdleTimeout.
 //   - Close: Close sends the pending messages, then a reliable
 //     DISCONNECT_REQUEST, and closes on DISCONNECT_ACK or after
-//     Config.Linger. The peer's DISCONNECT_REQUEST is answered with an
+//     Config.Linger, or, everything acknowledged, after IdleTimeout
+//     without an answer. The peer's DISCONNECT_REQUEST is answered with an
 //     out-of-band DISCONNECT_ACK, and the session ends (with
 //     engine.ErrPeerClosed when messages of ours were pending). After its
 //     DISCONNECT_REQUEST the session takes and acknowledges nothing more.
 //   - Challenges (Config.Challenge, for peers running this package): an
 //     established session takes neither a DISCONNECT_REQUEST nor a new
 //     client's INITIAL_CLIENT from the peer's address at once; it sends a
-//     keepalive, and if the live peer acknowledges it within two timeouts
+//     probe, a reliable PONG, and if the live peer acknowledges it within two timeouts
 //     (at least engine.ChallengeMin) the announcement was spoofed
 //     (Stats.SpoofsRefused). Otherwise the next copy is taken: the close,
 //     or the restart, which ends the session with engine.ErrPeerRestarted

@@ -20,8 +20,10 @@ var (
 // longer than RecvBuffer or that does not parse (header or any packet);
 // an error wrapping engine.ErrRejected for a connected datagram before
 // the handshake, a packet on a channel not in Config.Channels (the
-// reference would terminate), or, on an Accept session, anything before
-// an INITIAL_CLIENT; engine.ErrPeerRestarted when a new client took the
+// reference would terminate), a peer's key of low order (ErrBadKey),
+// after the key exchange a datagram that does not open (ErrDecrypt; the
+// reference would end the connection), or, on an Accept session,
+// anything before an INITIAL_CLIENT; engine.ErrPeerRestarted when a new client took the
 // peer's address (see the package doc). Only ErrPeerRestarted changes
 // state; the rejected datagrams are counted in Stats.PacketsRejected.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
@@ -30,14 +32,20 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	}
 	var err error
 	d := &s.dg
-	if len(b) > RecvBuffer {
+	size := len(b)
+	if size > RecvBuffer {
 		err = errTooLong
-	} else if err = ParseDatagram(b, d); err == nil {
-		s.now = now
-		if d.Flags&FlagLNK == 0 {
-			err = s.handleOOB(now, d)
-		} else {
-			err = s.handleLNK(now, d)
+	} else if err = s.open(now, &b); err == nil {
+		if b == nil {
+			return nil // a repeat of the peer's plaintext key exchange, answered
+		}
+		if err = ParseDatagram(b, d); err == nil {
+			s.now = now
+			if d.Flags&FlagLNK == 0 {
+				err = s.handleOOB(now, d)
+			} else {
+				err = s.handleLNK(now, d)
+			}
 		}
 	}
 	d.Data = nil
@@ -45,7 +53,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	switch {
 	case err == nil || errors.Is(err, engine.ErrPeerRestarted):
 		s.stats.PacketsReceived++
-		s.stats.BytesReceived += uint64(len(b))
+		s.stats.BytesReceived += uint64(size)
 		s.lastRecv = now
 	case errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected):
 		s.stats.PacketsRejected++
@@ -53,9 +61,41 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	return err
 }
 
+// open replaces *b, a datagram received after the key exchange, with its
+// plaintext (docs/protocols/wirefox.md §1.7). One that does not open is
+// ErrDecrypt, dropped without ending the session (the reference ends the
+// connection), unless it is the peer's plaintext AUTH_MSG key exchange
+// repeated because our answer to it was lost: then the answer is sent
+// again and *b set to nil.
+func (s *Session) open(now time.Time, b *[]byte) error {
+	if s.keys == nil {
+		return nil
+	}
+	if s.rxBuf == nil {
+		s.rxBuf = make([]byte, 0, RecvBuffer)
+	}
+	plain, err := OpenDatagram(s.rxBuf[:0], &s.keys.Rx, *b)
+	if err == nil {
+		*b = plain
+		return nil
+	}
+	var h Handshake
+	if ParseDatagram(*b, &s.dg) != nil || s.dg.Flags&FlagLNK != 0 {
+		return err
+	}
+	blob, perr := ParseOOB(&s.dg)
+	if perr != nil || ParseHandshake(blob, &h) != nil || h.Op != OpAuthMsg || h.PeerID != s.peerID ||
+		len(h.Data) < 1+KeySize || h.Data[0] != AuthKeyExchange {
+		return err
+	}
+	s.sendAgain(now)
+	*b = nil
+	return nil
+}
+
 // handleLNK processes a connected datagram.
 func (s *Session) handleLNK(now time.Time, d *Datagram) error {
-	if s.phase != phaseDone && (s.cfg.Client || s.phase != phaseInitial) {
+	if s.phase != phaseDone && (s.cfg.Client || s.phase != phaseInitial || s.cfg.Encrypt && s.authWant != AuthDone) {
 		return errEarlyLNK
 	}
 	pkts := s.pkts[:0]
@@ -83,12 +123,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.stats.Duplicates++
 		return nil
 	}
-	if gap := int32(d.ID - s.expected); s.gotFirst && gap > 0 {
-		for x := s.expected; x != d.ID && len(s.owedNaks) < maxOwedNaks; x++ {
-			s.owe(&s.owedNaks, x)
-		}
-	}
-	s.expected, s.gotFirst = d.ID+1, true
+	s.arrived(now, d.ID)
 	var sample time.Duration
 	for _, id := range d.Acks {
 		if rtt, ok := s.ackDgram(now, id); ok {
@@ -133,6 +168,62 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.owe(&s.owedAcks, d.ID)
 	}
 	return nil
+}
+
+// arrived notes datagram id: the IDs it skips become gaps, and a gap it
+// fills is one no more. Unlike the reference, which NAKs every skipped ID
+// at once and takes a late datagram's ID as the new highest (§3.3, §4 bug
+// 5), a gap is NAKed only once reorderDistance later IDs arrived and
+// reorderDelay passed (as RACK's reordering window, RFC 8985 §6.2), so
+// that reordering does not cause resends; a datagram lost at the tail is
+// left to the sender's timeout.
+func (s *Session) arrived(now time.Time, id uint32) {
+	switch gap := int32(id - s.expected); {
+	case !s.gotFirst:
+		s.expected, s.gotFirst = id+1, true
+	case gap >= 0:
+		for x := s.expected; x != id && len(s.gaps) < maxOwedNaks; x++ {
+			s.gaps = append(s.gaps, gapID{id: x, since: now})
+		}
+		s.expected = id + 1
+	default:
+		for i, g := range s.gaps {
+			if g.id == id {
+				s.gaps = append(s.gaps[:i], s.gaps[i+1:]...)
+				break
+			}
+		}
+	}
+	s.nakGaps(now)
+}
+
+// gapID is a datagram ID skipped at since.
+type gapID struct {
+	id    uint32
+	since time.Time
+}
+
+// Reordering allowance before a gap is NAKed: reorderDistance later
+// datagram IDs, and reorderDelay.
+const reorderDistance = 3
+
+// reorderDelay is a quarter of the RTT estimate, at least 1 ms.
+func (s *Session) reorderDelay() time.Duration { return max(s.smoothed()/4, time.Millisecond) }
+
+// nakGaps owes NAKs for the gaps that outlived the reordering allowance
+// at now.
+func (s *Session) nakGaps(now time.Time) {
+	n := 0
+	for _, g := range s.gaps {
+		if int32(s.expected-1-g.id) < reorderDistance || now.Before(g.since.Add(s.reorderDelay())) {
+			break
+		}
+		if len(s.owedNaks) < maxOwedNaks {
+			s.owe(&s.owedNaks, g.id)
+		}
+		n++
+	}
+	s.gaps = s.gaps[:copy(s.gaps, s.gaps[n:])]
 }
 
 // owe queues id on list.
@@ -210,7 +301,7 @@ func (s *Session) takeClose() {
 		return
 	}
 	h := []byte{CmdDisconnectAck}
-	s.oob = append(s.oob, h)
+	s.oob = append(s.oob, oobMsg{blob: h, plain: s.keys == nil})
 	s.failAfter = errGraceful
 	if s.pending > 0 {
 		s.failAfter = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)

@@ -3,6 +3,7 @@ package wirefox
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -31,10 +32,12 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	if len(s.oob) > 0 {
-		blob := s.oob[0]
+		m := s.oob[0]
 		s.oob = s.oob[1:]
-		n := len(AppendOOB(buf[:0], s.oobID, blob))
+		seal := s.keys != nil && !m.plain
+		n := len(AppendOOB(s.plainBuf(buf, seal)[:0], s.oobID, m.blob))
 		s.oobID++
+		n = s.seal(buf, n, seal)
 		if len(s.oob) == 0 && s.failAfter != nil {
 			s.fail(s.failAfter)
 			if s.err == errGraceful {
@@ -46,10 +49,45 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if s.phase != phaseDone {
 		return 0
 	}
+	seal := s.keys != nil
 	if at, ok := s.ackDue(); ok && !now.Before(at) {
-		return s.sent(now, s.sendAcks(buf))
+		return s.sent(now, s.seal(buf, s.sendAcks(s.plainBuf(buf, seal)), seal))
 	}
-	return s.sent(now, s.sendData(now, buf))
+	return s.sent(now, s.seal(buf, s.sendData(now, s.plainBuf(buf, seal)), seal))
+}
+
+// plainBuf is where a datagram's plaintext is built in buf: after the
+// nonce and MAC when it is to be sealed in place.
+func (s *Session) plainBuf(buf []byte, seal bool) []byte {
+	if seal {
+		return buf[Overhead:]
+	}
+	return buf
+}
+
+// seal encrypts the n-byte plaintext at buf[Overhead:] in place with a
+// nonce from Rand when seal is set (docs/protocols/wirefox.md §1.7), and
+// returns the datagram's length. If Rand fails, the session fails and
+// nothing is sent.
+func (s *Session) seal(buf []byte, n int, seal bool) int {
+	if !seal || n == 0 {
+		return n
+	}
+	nonce := (*[NonceSize]byte)(buf)
+	if _, err := io.ReadFull(s.rand, nonce[:]); err != nil {
+		s.fail(fmt.Errorf("wirefox: nonce: %w", err))
+		return 0
+	}
+	return len(SealDatagram(buf[:0], &s.keys.Tx, nonce, buf[Overhead:Overhead+n]))
+}
+
+// maxPlain is the largest plaintext of a datagram: Config.MaxDatagram,
+// less the nonce and MAC with encryption.
+func (s *Session) maxPlain() int {
+	if s.cfg.Encrypt {
+		return s.cfg.MaxDatagram - Overhead
+	}
+	return s.cfg.MaxDatagram
 }
 
 // errGraceful marks a session that ends without error once its
@@ -75,24 +113,25 @@ func (s *Session) timers(now time.Time) {
 	if s.phase != phaseDone {
 		switch {
 		case s.cfg.HandshakeTimeout > 0 && !now.Before(s.hsStart.Add(s.cfg.HandshakeTimeout)):
-			s.fail(fmt.Errorf("%w: wirefox: no answer within %v", engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
+			s.fail(engine.ErrHandshakeTimeout)
 		case s.phase == phaseInitial && s.failAfter == nil && !now.Before(s.hsNext):
-			if s.hsSent >= HandshakeAttempts {
+			if s.hsSent >= HandshakeAttempts && s.cfg.HandshakeTimeout == 0 {
 				s.fail(fmt.Errorf("%w: wirefox: no answer after %d attempts", engine.ErrHandshakeTimeout, s.hsSent))
 				return
 			}
-			op := uint8(OpInitialServer)
-			if s.cfg.Client {
-				op = OpInitialClient
-			}
-			s.sendHandshake(now, op, []byte{0})
+			s.sendAgain(now)
 		}
 		return
 	}
 	if s.cfg.IdleTimeout > 0 && !now.Before(s.lastRecv.Add(s.cfg.IdleTimeout)) {
+		if s.state == engine.StateClosing && s.pending == 0 {
+			s.fail(nil) // all acknowledged: the peer is gone, its DISCONNECT_ACK lost
+			return
+		}
 		s.fail(engine.ErrIdleTimeout)
 		return
 	}
+	s.nakGaps(now)
 	if s.chal.Running() && !now.Before(s.chal.Until) {
 		if s.chal.Expire() == engine.ChallengeClose {
 			s.takeClose() // unanswered: the peer closed
@@ -129,7 +168,7 @@ func (s *Session) timers(now time.Time) {
 		s.queue(m)
 	}
 	if s.cfg.KeepAlive > 0 && s.state == engine.StateEstablished && !now.Before(s.lastSend.Add(s.cfg.KeepAlive)) {
-		s.probe()
+		s.queue(&outMsg{blob: []byte{CmdPong}, internal: true}) // unreliable: sent once
 		s.lastSend = now
 	}
 }
@@ -197,13 +236,15 @@ func (s *Session) link(p *outPkt) {
 }
 
 // ackDue returns when the owed ACKs and NAKs go out: at once when more
-// than 10 are owed, else 10 ms after the oldest.
+// than 10 are owed or when closing (before the DISCONNECT_REQUEST, whose
+// answer ends the session: what was taken is acknowledged), else 10 ms
+// after the oldest.
 func (s *Session) ackDue() (time.Time, bool) {
 	n := len(s.owedAcks) + len(s.owedNaks)
 	switch {
 	case n == 0:
 		return time.Time{}, false
-	case n > ackThreshold:
+	case n > ackThreshold || s.state == engine.StateClosing:
 		return s.now, true
 	}
 	return s.owedSince.Add(ackDelay), true
@@ -213,7 +254,7 @@ func (s *Session) ackDue() (time.Time, bool) {
 // as fit (at most 256).
 func (s *Session) sendAcks(buf []byte) int {
 	k := min(len(s.owedNaks), 64)
-	a := min(len(s.owedAcks), MaxList, (s.cfg.MaxDatagram-5-2-4*k)/4)
+	a := min(len(s.owedAcks), MaxList, (s.maxPlain()-5-2-4*k)/4)
 	d := Datagram{Flags: FlagLNK, ID: s.nextDgram, Acks: s.owedAcks[:a], Naks: s.owedNaks[:k]}
 	n := len(AppendDatagram(buf[:0], &d))
 	s.nextDgram++
@@ -275,7 +316,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 			continue
 		}
 		pk := s.packetOf(p.msg, p.index, p.id)
-		if len(b)+pk.PacketLen() > s.cfg.MaxDatagram {
+		if len(b)+pk.PacketLen() > s.maxPlain() {
 			break
 		}
 		if s.cfg.SendLimit > 0 && p.sends >= s.cfg.SendLimit {
@@ -294,7 +335,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 		}
 		i := m.next
 		size := packetHeaderLen(segFlags(m, i), m.ch, m.nseg > 1) + segLen(m, i)
-		if len(b)+size > s.cfg.MaxDatagram {
+		if len(b)+size > s.maxPlain() {
 			break
 		}
 		if i == 0 && m.nseg > 1 {
@@ -329,12 +370,13 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 	binary.BigEndian.PutUint32(b[1:], id)
 	binary.BigEndian.PutUint16(b[5:], uint16(len(b)-hdr))
 	s.nextDgram++
+	wire := len(b) + s.cfg.MaxDatagram - s.maxPlain()
 	if rec != nil {
-		s.cc.OnSent(now, &rec.cc, len(b), resend)
+		s.cc.OnSent(now, &rec.cc, wire, resend)
 		s.dgrams[id] = rec
 		s.dgOrder.Push(id)
 	} else {
-		s.cc.OnSentUnacked(now, len(b))
+		s.cc.OnSentUnacked(now, wire)
 	}
 	return len(b)
 }

@@ -25,9 +25,14 @@ var (
 	// end's PeerID.
 	ErrAlreadyConnected = errors.New("wirefox: already connected")
 	// ErrConnectRefused: the server refused the connection for another
-	// reason (CONNECT_FAILED, wrong identity or password, rate limit,
-	// ban).
+	// reason (CONNECT_FAILED, wrong password, rate limit, ban).
 	ErrConnectRefused = errors.New("wirefox: connection refused")
+	// ErrIncorrectRemoteIdentity: the server failed the identity
+	// challenge sealed to Config.ServerKey (docs/protocols/wirefox.md
+	// §3.8): it answered other bytes, or could not open it (ERROR_OCCURRED
+	// INCOMPATIBLE_SECURITY in answer to it), or answered ERROR_OCCURRED
+	// INCORRECT_REMOTE_IDENTITY.
+	ErrIncorrectRemoteIdentity = errors.New("wirefox: server failed the identity challenge")
 )
 
 // Timing (docs/protocols/wirefox.md §3.3, §3.4, §6).
@@ -115,8 +120,8 @@ type Session struct {
 	hsSent     int    // handshake messages sent (attempts)
 	hsNext     time.Time
 	hsStart    time.Time
-	ackAgain   bool     // client: send UNENCRYPTED_ACK again
-	oob        [][]byte // out-of-band blobs due
+	hsLast     oobMsg   // the last handshake message sent, sent again on a repeat
+	oob        []oobMsg // out-of-band blobs due
 	oobID      uint32
 	failAfter  error // set: fail once the out-of-band blobs are out
 	lastSend   time.Time
@@ -124,6 +129,14 @@ type Session struct {
 	closeAt    time.Time
 	discSent   bool // DISCONNECT_REQUEST queued
 	peerClosed bool // DISCONNECT_REQUEST taken: DISCONNECT_ACK due, then closed
+
+	// Encryption (docs/protocols/wirefox.md §1.7, §3.8).
+	rand      io.Reader
+	kx        KeyPair      // client: its key-exchange pair
+	keys      *SessionKeys // set: every datagram but those marked plain is sealed and opened
+	authWant  uint8        // the AUTH_MSG state expected from the peer
+	challenge []byte       // client: the identity challenge sent
+	rxBuf     []byte       // opened datagrams
 
 	// Sending (docs/protocols/wirefox.md §3.4).
 	nextDgram uint32
@@ -151,6 +164,7 @@ type Session struct {
 	gotFirst  bool
 	owedAcks  []uint32
 	owedNaks  []uint32
+	gaps      []gapID // skipped datagram IDs not yet NAKed, oldest first
 	owedSince time.Time
 
 	// Receiving.
@@ -187,11 +201,11 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := cfg.Rand
+	if r == nil {
+		r = rand.Reader
+	}
 	if cfg.PeerID == 0 {
-		r := cfg.Rand
-		if r == nil {
-			r = rand.Reader
-		}
 		var b [8]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
 			return nil, fmt.Errorf("wirefox: PeerID: %w", err)
@@ -201,6 +215,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	n := 1 + len(cfg.Channels)
 	s := &Session{
 		cfg:      cfg,
+		rand:     r,
 		now:      now,
 		hsStart:  now,
 		lastRecv: now,
@@ -221,7 +236,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	}
 	if cfg.Client {
 		s.phase = phaseInitial
-		s.sendHandshake(now, OpInitialClient, []byte{0})
+		s.sendHandshake(now, OpInitialClient, []byte{s.cryptoByte()}, true)
 	}
 	return s, nil
 }

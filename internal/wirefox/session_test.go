@@ -177,3 +177,52 @@ func TestRejects(t *testing.T) {
 	require.ErrorIs(t, c2.Send([]byte{CmdUser}, engine.SendOptions{Delivery: engine.Passive}), engine.ErrUnsupported)
 	require.ErrorIs(t, c2.Send(nil, engine.SendOptions{}), engine.ErrEmptyMessage)
 }
+
+// TestHandshakeTimeoutConfig: with Config.HandshakeTimeout the handshake
+// is repeated every 2 s past the reference's 4 attempts, and ends when
+// it passes with engine.ErrHandshakeTimeout itself.
+func TestHandshakeTimeoutConfig(t *testing.T) {
+	const timeout = 11 * time.Second
+	c := newSession(t, t0, Config{Client: true, PeerID: clientID, HandshakeTimeout: timeout})
+	for i := range 6 {
+		at := t0.Add(HandshakeInterval * time.Duration(i))
+		require.Equal(t, at, c.Deadline())
+		require.NotEmpty(t, poll(t, c, at), "attempt %d", i+1)
+	}
+	require.Equal(t, t0.Add(timeout), c.Deadline())
+	require.Equal(t, "", poll(t, c, t0.Add(timeout)))
+	require.Equal(t, engine.ErrHandshakeTimeout, c.Err())
+}
+
+// TestKeepAliveSentOnce: the keepalive is an unreliable PONG sent once
+// per KeepAlive without sending, never resent, whose datagram the peer
+// acknowledges.
+func TestKeepAliveSentOnce(t *testing.T) {
+	cfg := Config{KeepAlive: time.Second, IdleTimeout: -1}
+	p := newPair(t, cfg, cfg, 15*ms, 0, 1)
+	connect(t, p)
+	p.Advance(p.Now.Add(100 * ms))
+	p.BA.Cut = true // the server's keepalives and acks are lost
+	from := len(p.AB.Log)
+	p.Advance(p.Now.Add(3*time.Second + 500*ms))
+	var pongs int
+	for _, b := range p.AB.Log[from:] {
+		var d Datagram
+		require.NoError(t, ParseDatagram(b, &d))
+		if d.Flags&FlagDAT == 0 {
+			continue // acks of the server's keepalives
+		}
+		var pk Packet
+		_, err := ParsePacket(d.Data, &pk)
+		require.NoError(t, err)
+		require.Equal(t, []byte{CmdPong}, pk.Body)
+		require.Zero(t, pk.Options, "unreliable")
+		pongs++
+	}
+	require.Equal(t, 3, pongs)
+	require.Zero(t, p.A.Stats().Retransmits)
+	p.BA.Cut = false
+	acks := p.B.Stats().PacketsSent
+	p.Advance(p.Now.Add(time.Second))
+	require.Greater(t, p.B.Stats().PacketsSent, acks, "the server acknowledges")
+}

@@ -34,6 +34,9 @@ func (s *Session) Deadline() time.Time {
 	earliest(s.lastRecv.Add(s.cfg.IdleTimeout), s.cfg.IdleTimeout > 0)
 	earliest(s.chal.Until, s.chal.Running())
 	earliest(s.ackDue())
+	if len(s.gaps) > 0 && int32(s.expected-1-s.gaps[0].id) >= reorderDistance {
+		earliest(s.gaps[0].since.Add(s.reorderDelay()), true)
+	}
 	if s.hasData() {
 		t := s.cc.NextSend(s.now, s.cfg.MaxDatagram)
 		earliest(t, !t.IsZero())
