@@ -36,7 +36,7 @@ import (
 )
 
 // streamProtocols are the protocols streams run on.
-var streamProtocols = []Protocol{POROUS, Airhook, LLUDP}
+var streamProtocols = []Protocol{POROUS, Airhook, LLUDP, Wirefox}
 
 // hangGuard bounds every wait of these tests: far beyond what any of them
 // needs, so that only a stall reaches it.

@@ -9,9 +9,13 @@ const historySize = 1 << 16
 // seen, and takes anything older as a duplicate. A sender keeps fewer
 // than historySize/2 packet IDs outstanding (see Session.windowFull), so
 // only a datagram delayed past 65,536 later ones is lost that way.
+//
+// An idle session frees the bitmap (trim) once every ID up to the newest
+// counts as seen; it comes back, all set, with the next ID added.
 type history struct {
-	bits    []uint64
+	bits    []uint64 // nil: every ID up to newest counts as seen
 	newest  uint32
+	first   uint32 // the first ID added
 	started bool
 }
 
@@ -24,7 +28,7 @@ func (h *history) has(id uint32) bool {
 	if d > 0 {
 		return false
 	}
-	if d <= -historySize {
+	if d <= -historySize || h.bits == nil {
 		return true
 	}
 	return h.bits[id/64%(historySize/64)]&(1<<(id%64)) != 0
@@ -34,9 +38,14 @@ func (h *history) has(id uint32) bool {
 func (h *history) add(id uint32) {
 	if h.bits == nil {
 		h.bits = make([]uint64, historySize/64)
+		if h.started {
+			for i := range h.bits {
+				h.bits[i] = ^uint64(0) // trimmed: all seen
+			}
+		}
 	}
 	if !h.started {
-		h.started, h.newest = true, id
+		h.started, h.newest, h.first = true, id, id
 	}
 	if d := int32(id - h.newest); d > 0 {
 		if d >= historySize {
@@ -49,4 +58,28 @@ func (h *history) add(id uint32) {
 		h.newest = id
 	}
 	h.bits[id/64%(historySize/64)] |= 1 << (id % 64)
+}
+
+// trim frees the bitmap when every ID the history covers, from the first
+// added (or historySize behind the newest) to the newest, was seen, or
+// regardless with gapsSeen, which takes the missing ones as seen: right
+// for datagram IDs, never reused (a datagram that turns up later is
+// dropped and its packets come again in a new one), wrong for packet IDs
+// that may still be resent.
+func (h *history) trim(gapsSeen bool) {
+	if h.bits == nil || !h.started {
+		return
+	}
+	if !gapsSeen {
+		lo := h.newest - (historySize - 1)
+		if h.newest-h.first < historySize {
+			lo = h.first
+		}
+		for id := lo; id != h.newest+1; id++ {
+			if h.bits[id/64%(historySize/64)]&(1<<(id%64)) == 0 {
+				return
+			}
+		}
+	}
+	h.bits = nil
 }

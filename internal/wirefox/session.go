@@ -396,8 +396,12 @@ func (s *Session) Capabilities() engine.Capabilities {
 	}
 }
 
-// Trim frees the empty queues and histories' slack kept for traffic.
+// Trim frees the empty queues and histories' slack kept for traffic, and
+// the duplicate histories' bitmaps (8 KiB each) where every ID they cover
+// counts as seen (see history.trim).
 func (s *Session) Trim() {
+	s.dgHist.trim(true)
+	s.pktHist.trim(false)
 	for i := range s.txq {
 		s.txq[i].Trim()
 	}
