@@ -99,6 +99,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		cfg.MaxQueued = wirefoxStreamQueued
 		cfg.SendLimit = -1
 		cfg.Challenge = true
+		cfg.RepeatAcks = true
 	}
 	return wirefox.New(now, cfg)
 }

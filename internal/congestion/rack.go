@@ -84,11 +84,17 @@ func (c *Controller) LostAt(p *Packet, srtt time.Duration) (at time.Time, ok boo
 // so the acknowledgements that follow the stall do not find it all timed
 // out and resent.
 func (c *Controller) TimeoutAt(p *Packet, rto time.Duration) time.Time {
-	at := p.SentAt
-	if !c.rack.disabled && c.rack.lastAck.After(at) {
-		at = c.rack.lastAck
+	return c.TimerStart(p.SentAt).Add(rto)
+}
+
+// TimerStart is when the retransmission timer of a datagram sent at sent
+// runs from (see TimeoutAt), for an engine that times something other
+// than a Packet (Wirefox times packets, not the datagrams carrying them).
+func (c *Controller) TimerStart(sent time.Time) time.Time {
+	if !c.rack.disabled && c.rack.lastAck.After(sent) {
+		return c.rack.lastAck
 	}
-	return at.Add(rto)
+	return sent
 }
 
 // Spurious records that a datagram declared lost was delivered after all

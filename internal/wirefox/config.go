@@ -155,6 +155,12 @@ type Config struct {
 	// running this package: the reference keeps acknowledging after its
 	// DISCONNECT_REQUEST, so its genuine close would be refused.
 	Challenge bool
+	// RepeatAcks makes each ack-only datagram carry, after the ACKs owed,
+	// those of the previous ack-only datagram again, as far as the list's
+	// 256 entries allow, so that one lost ack-only datagram costs no
+	// resends. An ACK of a datagram already acknowledged is ignored here;
+	// for peers running this package.
+	RepeatAcks bool
 	// Congestion selects the sender's congestion controller.
 	Congestion congestion.Algorithm
 	// Logger receives the congestion controller's events; nil discards.

@@ -56,7 +56,11 @@
 //     RTT passed, not at once as the reference does (§4 bug 5); a NAKed
 //     datagram's packets are sent again at once; the timeout is the
 //     reference's (105 ms, then 2·avg + 4·(max − min) + 5 ms over 32
-//     samples) times the number of sends. After Config.SendLimit sends (6)
+//     samples) times the number of sends, counted from the last send or
+//     the latest ACK if later (RFC 6298 §5.3: a stall of the path or a
+//     host is not loss). With Config.RepeatAcks (rudp streams) an
+//     ack-only datagram repeats the previous one's ACKs, so a lost one
+//     costs no resends. After Config.SendLimit sends (6)
 //     Err wraps engine.ErrRetransmitLimit. Several resent and new packets
 //     share a datagram, within Config.MaxDatagram (at most 1300 bytes,
 //     §4 bug 2); datagrams up to RecvBuffer (2048) bytes are received.

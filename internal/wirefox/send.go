@@ -138,7 +138,7 @@ func (s *Session) timers(now time.Time) {
 		}
 	}
 	lost := false
-	for p := s.inflight.head; p != nil && !now.Before(p.sentAt.Add(s.rto()*time.Duration(p.sends))); p = s.inflight.head {
+	for p := s.inflight.head; p != nil && !now.Before(s.timeoutAt(p)); p = s.inflight.head {
 		if rec := s.dgrams[p.dg]; rec != nil {
 			s.loseDgram(now, rec)
 		} else {
@@ -171,6 +171,16 @@ func (s *Session) timers(now time.Time) {
 		s.queue(&outMsg{blob: []byte{CmdPong}, internal: true}) // unreliable: sent once
 		s.lastSend = now
 	}
+}
+
+// timeoutAt is when packet p, in flight, is resent by timeout: the
+// reference's RTO times its sends (linear back-off) after it was last
+// sent, or after the latest acknowledgement if later, as the controller
+// restarts the timer (congestion.Controller.TimerStart): RACK and NAKs
+// find ordinary losses, and a stall longer than the RTO makes the flight
+// late, not lost.
+func (s *Session) timeoutAt(p *outPkt) time.Time {
+	return s.cc.TimerStart(p.sentAt).Add(s.rto() * time.Duration(p.sends))
 }
 
 // smoothed is the round-trip estimate given to the congestion controller.
@@ -251,11 +261,21 @@ func (s *Session) ackDue() (time.Time, bool) {
 }
 
 // sendAcks writes an ack-only datagram: up to 64 NAKs, then as many ACKs
-// as fit (at most 256).
+// as fit (at most 256), with Config.RepeatAcks followed by those of the
+// previous ack-only datagram as far as room allows.
 func (s *Session) sendAcks(buf []byte) int {
 	k := min(len(s.owedNaks), 64)
-	a := min(len(s.owedAcks), MaxList, (s.maxPlain()-5-2-4*k)/4)
+	room := min(MaxList, (s.maxPlain()-5-2-4*k)/4)
+	a := min(len(s.owedAcks), room)
 	d := Datagram{Flags: FlagLNK, ID: s.nextDgram, Acks: s.owedAcks[:a], Naks: s.owedNaks[:k]}
+	if s.cfg.RepeatAcks {
+		fresh := len(s.prevAcks)
+		s.prevAcks = append(s.prevAcks, s.owedAcks[:a]...)
+		d.Acks = append(s.ackScratch[:0], s.owedAcks[:a]...)
+		d.Acks = append(d.Acks, s.prevAcks[:min(fresh, room-a)]...)
+		s.ackScratch = d.Acks
+		s.prevAcks = s.prevAcks[:copy(s.prevAcks, s.prevAcks[fresh:])]
+	}
 	n := len(AppendDatagram(buf[:0], &d))
 	s.nextDgram++
 	s.owedAcks = s.owedAcks[:copy(s.owedAcks, s.owedAcks[a:])]

@@ -160,12 +160,14 @@ type Session struct {
 	pendBytes int
 
 	// Acknowledging (docs/protocols/wirefox.md §3.3).
-	expected  uint32
-	gotFirst  bool
-	owedAcks  []uint32
-	owedNaks  []uint32
-	gaps      []gapID // skipped datagram IDs not yet NAKed, oldest first
-	owedSince time.Time
+	expected   uint32
+	gotFirst   bool
+	owedAcks   []uint32
+	prevAcks   []uint32 // the owed ACKs the last ack-only datagram carried (Config.RepeatAcks)
+	ackScratch []uint32 // the ACK list of an ack-only datagram being built
+	owedNaks   []uint32
+	gaps       []gapID // skipped datagram IDs not yet NAKed, oldest first
+	owedSince  time.Time
 
 	// Receiving.
 	dgHist, pktHist history
@@ -409,6 +411,7 @@ func (s *Session) Trim() {
 	s.dgOrder.Trim()
 	s.recv.Trim()
 	s.pkts = nil
+	s.prevAcks, s.ackScratch = nil, nil
 }
 
 // fail ends the session with err.

@@ -226,3 +226,35 @@ func TestKeepAliveSentOnce(t *testing.T) {
 	p.Advance(p.Now.Add(time.Second))
 	require.Greater(t, p.B.Stats().PacketsSent, acks, "the server acknowledges")
 }
+
+// TestRepeatAcks: with Config.RepeatAcks an ack-only datagram carries the
+// previous one's ACKs after its own, once each, so that one lost ack-only
+// datagram costs no resends; without it (the reference) every ACK goes
+// once.
+func TestRepeatAcks(t *testing.T) {
+	for _, repeat := range []bool{false, true} {
+		c, s := handshake(t)
+		s.cfg.RepeatAcks = repeat
+		now := t0
+		var ids []uint32
+		var acks [][]uint32
+		for i := range 3 {
+			require.NoError(t, c.Send(capturePayload(i, 8), engine.SendOptions{Channel: 1}))
+			out := poll(t, c, now)
+			var d Datagram
+			require.NoError(t, ParseDatagram(unhex(t, out), &d))
+			require.NoError(t, s.HandleDatagram(now, unhex(t, out)))
+			now = now.Add(10 * ms)
+			var a Datagram
+			require.NoError(t, ParseDatagram(unhex(t, poll(t, s, now)), &a))
+			require.Zero(t, a.Flags&FlagDAT, "ack-only")
+			ids = append(ids, d.ID)
+			acks = append(acks, a.Acks)
+		}
+		want := [][]uint32{{ids[0]}, {ids[1]}, {ids[2]}}
+		if repeat {
+			want = [][]uint32{{ids[0]}, {ids[1], ids[0]}, {ids[2], ids[1]}}
+		}
+		require.Equal(t, want, acks, "repeat %v", repeat)
+	}
+}

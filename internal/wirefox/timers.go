@@ -42,7 +42,7 @@ func (s *Session) Deadline() time.Time {
 		earliest(t, !t.IsZero())
 	}
 	if p := s.inflight.head; p != nil {
-		earliest(p.sentAt.Add(s.rto()*time.Duration(p.sends)), true)
+		earliest(s.timeoutAt(p), true)
 	}
 	for s.dgOrder.Len() > 0 && s.dgrams[*s.dgOrder.Front()] == nil {
 		s.dgOrder.Pop()
