@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
@@ -39,6 +40,14 @@ const (
 	// order. A circuit opens with UseCircuitCode (Config.Circuit). Streams
 	// ride in message number StreamMessageNumber.
 	LLUDP Protocol = 3
+	// Avara is the UDP layer of the game Avara, wire-compatible with
+	// avaraline/Avara at commit aaa5e63 (network version 18,
+	// Config.AvaraVersion): each message is a command (0..127) with the
+	// parameters p1, p2 and p3 and up to 984 bytes of data, reliable and
+	// delivered in order. A client logs in to a server with a password
+	// (Config.AvaraPassword); a MessageListener plays the server, for up
+	// to 7 clients. Streams ride in command StreamCommand.
+	Avara Protocol = 5
 )
 
 // StreamMessageNumber is the LLUDP message number (Low 65000, sent as
@@ -46,8 +55,12 @@ const (
 // template uses Low numbers 1 to 431 only.
 const StreamMessageNumber = lludp.StreamMessage
 
+// StreamCommand is the Avara command (100) that carries rudp's stream
+// frames. The game's commands at the cited commit are 0 to 36.
+const StreamCommand = avara.StreamCommand
+
 // String returns the protocol's name in lower case ("airhook", "porous",
-// "lludp"), or "default" for the zero value.
+// "lludp", "avara"), or "default" for the zero value.
 func (p Protocol) String() string {
 	switch p {
 	case 0:
@@ -58,12 +71,14 @@ func (p Protocol) String() string {
 		return "porous"
 	case LLUDP:
 		return "lludp"
+	case Avara:
+		return "avara"
 	}
 	return fmt.Sprintf("protocol(%d)", uint8(p))
 }
 
 // ParseProtocol returns the Protocol named s ("airhook", "porous",
-// "lludp"), as printed by Protocol.String, in any case ("POROUS" and
+// "lludp", "avara"), as printed by Protocol.String, in any case ("POROUS" and
 // "Airhook" too). It returns an error wrapping ErrUnknownProtocol for any
 // other name.
 func ParseProtocol(s string) (Protocol, error) {
@@ -77,7 +92,7 @@ func ParseProtocol(s string) (Protocol, error) {
 
 // Protocols lists the protocols this version of rudp implements, the
 // default first.
-func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP} }
+func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP, Avara} }
 
 // Circuit is what an LLUDP client presents in its UseCircuitCode message
 // when it opens a circuit; a Second Life region expects the values its
@@ -118,6 +133,15 @@ const (
 	// viewer's 1 s floor, which would stall a stream for a second per
 	// loss.
 	lludpStreamRTOMin = 10 * time.Millisecond
+	// avaraStreamAckDelay is how long a stream's ack waits for a datagram
+	// to ride on, instead of the reference's 41 ms: acknowledging sooner
+	// keeps the sender's resend timer (from the acks, avara.Config.AckRTT)
+	// close to the round trip.
+	avaraStreamAckDelay = 2 * time.Millisecond
+	// avaraStreamClientID is the player id of the client of a stream over
+	// Avara: each stream is a connection of its own, not one of a
+	// server's seven players.
+	avaraStreamClientID = 1
 )
 
 // validateProtocol checks the protocol-specific fields of a resolved
@@ -125,6 +149,13 @@ const (
 func (c *Config) validateProtocol() error {
 	switch c.Protocol {
 	case Airhook, LLUDP:
+	case Avara:
+		if len(c.AvaraPassword) > MaxAvaraPassword {
+			return fmt.Errorf("rudp: Config.AvaraPassword of %d bytes, at most %d", len(c.AvaraPassword), MaxAvaraPassword)
+		}
+		if c.AvaraCram > MaxAvaraCram {
+			return fmt.Errorf("rudp: Config.AvaraCram %d above %d", c.AvaraCram, MaxAvaraCram)
+		}
 	case POROUS:
 		if c.Channels > MaxChannels {
 			return fmt.Errorf("rudp: Config.Channels %d above %d", c.Channels, MaxChannels)
@@ -244,6 +275,9 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			RejectNewPeerSession: stream,
 		})
 	}
+	if c.Protocol == Avara {
+		return c.newAvara(now, peer, log, stream, accept)
+	}
 	maxDatagram := c.MTU
 	if stream {
 		maxDatagram -= sealLen // see seal
@@ -266,16 +300,26 @@ const streamChannel = 0
 
 // streamOptions are the send options of a stream's frames.
 func (c *Config) streamOptions() engine.SendOptions {
-	if c.Protocol == LLUDP {
+	switch c.Protocol {
+	case LLUDP:
 		return engine.SendOptions{MessageNumber: lludp.StreamMessage}
+	case Avara:
+		return engine.SendOptions{Params: engine.Params{Command: avara.StreamCommand}}
 	}
 	return engine.SendOptions{}
 }
 
 // isStreamFrame reports whether a delivered message carries a stream frame
-// (LLUDP may deliver other message numbers, which a stream ignores).
+// (LLUDP may deliver other message numbers, Avara other commands, which a
+// stream ignores).
 func (c *Config) isStreamFrame(m engine.Message) bool {
-	return c.Protocol != LLUDP || m.MessageNumber == lludp.StreamMessage
+	switch c.Protocol {
+	case LLUDP:
+		return m.MessageNumber == lludp.StreamMessage
+	case Avara:
+		return m.Params == engine.Params{Command: avara.StreamCommand}
+	}
+	return true
 }
 
 // random64 draws 64 random bits from Config.Rand, or from crypto/rand
