@@ -67,6 +67,7 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		cfg.MaxDatagram -= sealLen
 		cfg.AckRTT = true
 		cfg.AckDelay = avaraStreamAckDelay
+		cfg.LoginPad = avaraStreamLoginPad
 		// Avara has no keepalive, and a stream may be idle: a peer is
 		// given up when data waits unacknowledged for IdleTimeout.
 		cfg.DeadTimeout = c.IdleTimeout

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -203,4 +204,22 @@ func waitTables(t *testing.T, cs []*MessageConn) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// TestAvaraStreamOpens: a stream over Avara opens at once: the client's
+// Login is padded so that the listener's answer fits what it may send a
+// peer not yet validated, and nothing has to be sent again.
+func TestAvaraStreamOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		vp := newVPath(t, 0)
+		cfg := vcfg(Config{Protocol: Avara})
+		c, s, _ := vp.streams(t, cfg)
+		require.NoError(t, send(c, Avara, []byte("hello")))
+		got, err := recv(s)
+		require.NoError(t, err)
+		require.Equal(t, "hello", got)
+		require.Zero(t, s.Stats().AmplificationDrops)
+		require.Zero(t, c.Stats().Retransmits)
+		require.Zero(t, s.Stats().Retransmits)
+	})
 }
