@@ -123,9 +123,9 @@ func TestAvaraReadWriteHeaderForm(t *testing.T) {
 	require.Equal(t, Message{Command: 31, P2: -2, Data: []byte{1}}, m, "the short read kept the message")
 }
 
-// TestAvaraWrongPassword: a login with a wrong password gets no answer,
-// and Dial fails with a handshake timeout that says the password may be
-// wrong.
+// TestAvaraWrongPassword: a login with a wrong password gets no answer
+// and holds no player id, and Dial fails with a handshake timeout that
+// says the password may be wrong.
 func TestAvaraWrongPassword(t *testing.T) {
 	ln, err := ListenMessages("udp", "127.0.0.1:0", &Config{Protocol: Avara, AvaraPassword: "secret"})
 	require.NoError(t, err)
@@ -136,6 +136,9 @@ func TestAvaraWrongPassword(t *testing.T) {
 	require.True(t, errors.As(err, &ne) && ne.Timeout())
 	require.Contains(t, err.Error(), "password (Config.AvaraPassword) may be wrong or the server full")
 	require.NotZero(t, ln.Stats().UnknownDrops, "the logins were refused")
+	c, err := avaraDial(t, ln.Addr(), &Config{Protocol: Avara, AvaraPassword: "secret"})
+	require.NoError(t, err)
+	require.Equal(t, int8(1), c.AvaraClientID(), "a refused login holds no player id")
 }
 
 // TestAvaraServerTable: a MessageListener serves 7 clients with ids 1..7
