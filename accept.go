@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
@@ -172,6 +173,8 @@ func (c *Config) isOpening(p []byte) bool {
 		return lludp.IsOpening(p)
 	case Wirefox:
 		return wirefox.IsOpening(p)
+	case Avara:
+		return avara.IsOpening(p, c.AvaraVersion)
 	}
 	return airhook.IsOpening(p)
 }
@@ -223,7 +226,9 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 		}
 		eng, err := cfg.newEngine(now, from, stream, true)
 		if err == nil {
-			err = eng.HandleDatagram(now, p)
+			if err = eng.HandleDatagram(now, p); err != nil {
+				cfg.dropEngine(eng)
+			}
 		}
 		if err != nil {
 			cfg.Logger.Debug("rudp: handshake refused", "peer", from, "err", err)

@@ -186,6 +186,26 @@ type Config struct {
 	// streams resend without limit).
 	ResendLimit int
 
+	// AvaraPassword is the password of an Avara server: a client sends it
+	// in its login, a MessageListener or Listener accepts only logins
+	// that carry it, byte for byte. A wrong one gets no answer, as with
+	// the reference, so Dial fails with ErrHandshakeTimeout. At most
+	// MaxAvaraPassword (255) bytes; default empty.
+	AvaraPassword string
+
+	// AvaraVersion is the Avara network version, which every datagram's
+	// checksum covers: a peer of another version is not heard at all.
+	// Default DefaultAvaraVersion (18, avaraline/Avara at commit
+	// aaa5e63).
+	AvaraVersion uint16
+
+	// AvaraCram is the cram level an Avara conn announces in its Control
+	// message, 0 to MaxAvaraCram (3); the reference paces its sending by
+	// the lower of both ends' levels, (level + 1) × 3 bytes per
+	// millisecond. Default 3; a negative value announces 0. This end
+	// paces by its congestion controller whatever the level.
+	AvaraCram int
+
 	// Congestion selects the sender's congestion controller. Default BBR;
 	// AIMD is the POROUS paper's window. It is local to the sender:
 	// nothing on the wire changes, and the peer may use the other.
@@ -199,6 +219,8 @@ type Config struct {
 	// Rand is the source of session identifiers (and of the seeds of
 	// Wirefox's per-conn key and nonce generators). Default crypto/rand.
 	Rand io.Reader
+
+	room *avaraRoom // an Avara message listener's clients
 }
 
 // Congestion is a congestion controller (Config.Congestion).
@@ -261,6 +283,9 @@ func (c *Config) resolved() (*Config, error) {
 		r.MaxUnreliableDelay = DefaultMaxUnreliableDelay
 	}
 	setDefault(&r.MaxMessage, DefaultMaxMessage)
+	if r.AvaraVersion == 0 {
+		r.AvaraVersion = DefaultAvaraVersion
+	}
 	if err := r.validateProtocol(); err != nil {
 		return nil, err
 	}

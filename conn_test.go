@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -226,6 +227,16 @@ func TestTCPNetworkNames(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	_, err := (&Config{MTU: 100}).resolved()
 	require.Error(t, err)
+	for _, bad := range []Config{
+		{Protocol: Avara, AvaraPassword: strings.Repeat("x", MaxAvaraPassword+1)},
+		{Protocol: Avara, AvaraCram: MaxAvaraCram + 1},
+	} {
+		_, err = bad.resolved()
+		require.ErrorContains(t, err, "Config.Avara")
+	}
+	r, err := (&Config{Protocol: Avara, AvaraPassword: strings.Repeat("x", MaxAvaraPassword), AvaraCram: -1}).resolved()
+	require.NoError(t, err)
+	require.Equal(t, uint16(DefaultAvaraVersion), r.AvaraVersion)
 	_, err = (&Config{Protocol: 99}).resolved()
 	require.ErrorIs(t, err, ErrUnknownProtocol)
 	_, err = Dial("ip4", "127.0.0.1:1")
@@ -236,8 +247,9 @@ func TestConfigValidation(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, p)
 	}
-	require.Equal(t, []string{"porous", "airhook", "lludp"}, []string{POROUS.String(), Airhook.String(), LLUDP.String()})
-	for name, want := range map[string]Protocol{"POROUS": POROUS, "Airhook": Airhook, "LLUDP": LLUDP, "lLuDp": LLUDP} {
+	require.Equal(t, []string{"porous", "airhook", "lludp", "avara"}, []string{POROUS.String(), Airhook.String(), LLUDP.String(), Avara.String()})
+	require.Equal(t, Protocol(5), Avara)
+	for name, want := range map[string]Protocol{"POROUS": POROUS, "Airhook": Airhook, "LLUDP": LLUDP, "lLuDp": LLUDP, "AVARA": Avara} {
 		p, err := ParseProtocol(name)
 		require.NoError(t, err, name)
 		require.Equal(t, want, p, name)

@@ -179,3 +179,36 @@ func ExampleMessageConn_lludp() {
 	fmt.Printf("circuit %d: message %#x % x (%v)\n", circuit.Code, m.Number, m.Data, m.Delivery)
 	// Output: circuit 1234: message 0xffff0001 07 00 00 00 (reliable)
 }
+
+// Avara message conns exchange the game's messages: a command with its
+// parameters and data. The dialing end logs in with the password; the
+// listener is the server and gives each client a player id.
+func ExampleMessageConn_avara() {
+	cfg := &rudp.Config{Protocol: rudp.Avara, AvaraPassword: "secret"}
+	ln, err := rudp.ListenMessages("udp", "127.0.0.1:0", cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := rudp.DialMessages(context.Background(), "udp", ln.Addr().String(), cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// Command 31, a ping, with p3 the trips left.
+	if err := c.WriteMessage(rudp.Message{Command: 31, P3: 2}); err != nil {
+		log.Fatal(err)
+	}
+
+	s, err := ln.AcceptMessages()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	m, err := s.ReadMessage()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("player %d: command %d p3 %d; table %d player(s)\n", s.AvaraClientID(), m.Command, m.P3, len(c.AvaraPeers()))
+	// Output: player 1: command 31 p3 2; table 1 player(s)
+}

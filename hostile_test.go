@@ -36,7 +36,7 @@ import (
 )
 
 // streamProtocols are the protocols streams run on.
-var streamProtocols = []Protocol{POROUS, Airhook, LLUDP, Wirefox}
+var streamProtocols = []Protocol{POROUS, Airhook, LLUDP, Wirefox, Avara}
 
 // hangGuard bounds every wait of these tests: far beyond what any of them
 // needs, so that only a stall reaches it.
@@ -347,7 +347,9 @@ func transferUnder(t *testing.T, c, s *Conn, attack func(stop <-chan struct{})) 
 // Airhook packet with a new session ID, an LLUDP UseCircuitCode with a new
 // circuit code or a CloseCircuit. Protection: the challenge of such
 // announcements (the live peer answers it). The transfer completes intact
-// and the victim counts refused spoofs, no restart.
+// and the victim counts refused spoofs, no restart. Avara has no such
+// challenge (internal/avara, "Challenges"): a Logout spoofed with a serial
+// in the window ends the conn, so it has no case here.
 func TestHostileSpoofedRestartAndClose(t *testing.T) {
 	connect := porous.Frame{Type: porous.FrameConnect, Channels: 1, Nonce: 0x5900f}
 	disconnect := porous.Frame{Type: porous.FrameDisconnect}

@@ -107,6 +107,11 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 
 func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
+	if cfg.Protocol == Avara && !stream {
+		c := *cfg
+		c.room = new(avaraRoom) // the listener's clients, ids 1..7
+		cfg = &c
+	}
 	ep := newEndpoint(pc, false, cfg.Logger)
 	q := newAcceptQueue[T](ep, cfg.Backlog)
 	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, in int) T {

@@ -1,11 +1,13 @@
 package rudp
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 )
@@ -33,7 +35,8 @@ type Message struct {
 	// Config.MaxMessage bytes; LLUDP: up to 1190 bytes; Wirefox: the
 	// command byte, 15 (USER_PACKET) or above, then the payload, up to
 	// Config.MaxMessage bytes in all (a lower command fails with
-	// ErrUnsupported; only user commands are delivered).
+	// ErrUnsupported; only user commands are delivered); Avara: up to 984
+	// bytes (MessageConn.MaxMessage, less with a Config.MTU below 1024).
 	Data []byte
 	// Delivery is the delivery mode; the zero value is Reliable; Wirefox
 	// refuses Passive. On a received message it is Unreliable only where
@@ -51,7 +54,30 @@ type Message struct {
 	// 0xFFFF0003, PacketAck, OpenCircuit, CloseCircuit) are refused with
 	// ErrUnsupported. 0 on the other protocols.
 	Number uint32
+	// Command is the Avara message's command: the game's are 0 to 36 at
+	// the cited commit, any of 0..127 is carried; negative commands
+	// belong to the transport (login, TOC, logout...) and are refused
+	// with ErrUnsupported. The Avara fields are 0 on the other protocols,
+	// which refuse nonzero ones with ErrUnsupported.
+	Command int8
+	// P1 is the Avara message's first parameter (the reference's p1,
+	// one byte on the wire).
+	P1 int8
+	// P2 is the Avara message's second parameter (p2, 16 bits).
+	P2 int16
+	// P3 is the Avara message's third parameter (p3, 32 bits).
+	P3 int32
 }
+
+// params returns m's Avara fields as the engine takes them.
+func (m *Message) params() engine.Params {
+	return engine.Params{Command: m.Command, P1: m.P1, P2: m.P2, P3: m.P3}
+}
+
+// avaraHeaderLen is the length of the header of an Avara message in the
+// form Read and Write use: command, p1, p2 and p3, little-endian as on
+// the wire.
+const avaraHeaderLen = 8
 
 // MessageConn is a message-oriented conn that speaks a protocol's own
 // messages on the wire, with nothing rudp-specific added, so that it can
@@ -84,9 +110,22 @@ type Message struct {
 //     unordered, as the table says; it must mirror the peer's).
 //     Handshake, acks, NAKs and resends are handled here; only user
 //     commands are delivered. Close delivers what was written, then sends
-//     DISCONNECT_REQUEST; the peer's reads then return io.EOF. Connections
-//     are unencrypted: a peer that requires encryption is refused with
-//     ErrIncompatible.
+//     DISCONNECT_REQUEST; the peer's reads then return io.EOF. Datagrams
+//     are encrypted as the reference's libsodium build does with
+//     Config.WirefoxEncrypt, which both ends must agree on (else
+//     ErrIncompatible).
+//   - Avara: each message is a command with parameters (Message.Command,
+//     P1, P2, P3) and up to 984 bytes of data, reliable and delivered in
+//     order. The dialing end is a client: it logs in with
+//     Config.AvaraPassword and is established once the server's table
+//     (TOC) gives it its player id (AvaraClientID). A MessageListener is
+//     the server: each client gets a conn and a player id from 1 to 7;
+//     an eighth client's login is ignored, as the reference's full server
+//     does, and its Dial ends in ErrHandshakeTimeout. When a client joins
+//     or leaves, every other client is sent the new table (AvaraPeers).
+//     Close delivers what was written, then sends a Logout; the peer's
+//     reads then return io.EOF. Avara has no keepalive: the conn lives
+//     until Close, a Logout, or a message unacknowledged for 120 s.
 //
 // As a net.Conn, each Write sends one reliable message and each Read
 // returns one whole message; a buffer too short for the next message gets
@@ -104,6 +143,9 @@ type MessageConn struct {
 	accepted  *acceptQueue[*MessageConn] // accepted conns: their listener's queue
 	refused   bool                       // Config.AcceptCircuit refused the circuit
 	closer    engine.PeerCloser          // the engine, if it lingers after the peer's close
+
+	room    *avaraRoom // an Avara listener's clients, for its conns
+	avaraID int8       // the player id of an Avara listener's conn
 }
 
 var _ net.Conn = (*MessageConn)(nil)
@@ -121,6 +163,10 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
 	c.closer, _ = eng.(engine.PeerCloser)
 	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
+	if s, ok := eng.(*avara.Session); ok && c.accepted != nil && c.cfg.room != nil {
+		c.room, c.avaraID = c.cfg.room, s.PeerID()
+		c.room.join(c.avaraID, c)
+	}
 }
 
 // ReadMessage returns the next message, blocking until one arrives, the
@@ -134,7 +180,8 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
 func (c *MessageConn) ReadMessage() (Message, error) {
 	var m Message
 	err := c.read(func(e engine.Message) error {
-		m = Message{Data: e.Data, Channel: e.Channel, Number: e.MessageNumber}
+		m = Message{Data: e.Data, Channel: e.Channel, Number: e.MessageNumber,
+			Command: e.Params.Command, P1: e.Params.P1, P2: e.Params.P2, P3: e.Params.P3}
 		if !e.Reliable && c.cfg.Protocol == LLUDP {
 			m.Delivery = Unreliable // only LLUDP's wire tells
 		}
@@ -147,14 +194,22 @@ func (c *MessageConn) ReadMessage() (Message, error) {
 // shorter than the message, Read returns io.ErrShortBuffer and the message
 // stays queued for the next call. On LLUDP, p receives the message in its
 // template form: the message number as on the wire (1, 2 or 4 bytes,
-// before zerocoding) followed by the body, as Write takes it.
+// before zerocoding) followed by the body, as Write takes it. On Avara,
+// p receives an 8-byte header, the command, p1, p2 and p3 (little-endian,
+// as on the wire), followed by the data, as Write takes it.
 func (c *MessageConn) Read(p []byte) (int, error) {
 	n := 0
 	err := c.read(func(e engine.Message) error {
-		var num [4]byte
+		var num [avaraHeaderLen]byte
 		k := 0
-		if c.cfg.Protocol == LLUDP {
+		switch c.cfg.Protocol {
+		case LLUDP:
 			k = lludp.PutNumber(num[:], e.MessageNumber)
+		case Avara:
+			num[0], num[1] = byte(e.Params.Command), byte(e.Params.P1)
+			binary.LittleEndian.PutUint16(num[2:], uint16(e.Params.P2))
+			binary.LittleEndian.PutUint32(num[4:], uint32(e.Params.P3))
+			k = avaraHeaderLen
 		}
 		if len(p) < k+len(e.Data) {
 			return io.ErrShortBuffer
@@ -201,11 +256,12 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 
 // WriteMessage sends one message. It blocks while the protocol's send
 // queue is full. Errors: ErrMessageTooLarge, ErrEmptyMessage,
-// ErrUnsupported (a Delivery, Channel or Number the protocol cannot
-// express), os.ErrDeadlineExceeded, net.ErrClosed, or why the conn failed.
-// m.Data is copied before WriteMessage returns.
+// ErrUnsupported (a Delivery, Channel, Number or Avara field the protocol
+// cannot express), os.ErrDeadlineExceeded, net.ErrClosed, or why the conn
+// failed. m.Data is copied before WriteMessage returns.
 func (c *MessageConn) WriteMessage(m Message) error {
-	opt := engine.SendOptions{Delivery: engine.Delivery(m.Delivery), Channel: m.Channel, MessageNumber: m.Number}
+	opt := engine.SendOptions{Delivery: engine.Delivery(m.Delivery), Channel: m.Channel, MessageNumber: m.Number,
+		Params: m.params()}
 	return c.waitIO("write", c.wd, func() (bool, error) {
 		if c.over {
 			return false, c.failure() // why it ended, not the engine's "closed"
@@ -227,15 +283,25 @@ func (c *MessageConn) WriteMessage(m Message) error {
 // Write sends p as one reliable message and returns len(p), or 0 and an
 // error as WriteMessage does. On LLUDP, p is the message in its template
 // form: the message number as on the wire (FF FF 00 01 for Low 1), then
-// the body; a p too short to hold a number fails with ErrUnsupported.
+// the body; a p too short to hold a number fails with ErrUnsupported. On
+// Avara, p is the 8-byte header (command, p1, p2, p3, little-endian) and
+// then the data, as Read returns it; a p shorter than the header fails
+// with ErrUnsupported.
 func (c *MessageConn) Write(p []byte) (int, error) {
 	m := Message{Data: p}
-	if c.cfg.Protocol == LLUDP && len(p) > 0 {
+	switch {
+	case c.cfg.Protocol == LLUDP && len(p) > 0:
 		num, k := lludp.ParseNumber(p)
 		if k == 0 {
 			return 0, opError("write", c.LocalAddr(), c.raddr, ErrUnsupported)
 		}
 		m = Message{Number: num, Data: p[k:]}
+	case c.cfg.Protocol == Avara:
+		if len(p) < avaraHeaderLen {
+			return 0, opError("write", c.LocalAddr(), c.raddr, ErrUnsupported)
+		}
+		m = Message{Command: int8(p[0]), P1: int8(p[1]), P2: int16(binary.LittleEndian.Uint16(p[2:])),
+			P3: int32(binary.LittleEndian.Uint32(p[4:])), Data: p[avaraHeaderLen:]}
 	}
 	if err := c.WriteMessage(m); err != nil {
 		return 0, err
@@ -244,7 +310,8 @@ func (c *MessageConn) Write(p []byte) (int, error) {
 }
 
 // MaxMessage is the largest message the protocol carries, in bytes
-// (Airhook: 256).
+// (Airhook: 256; Avara: 984, the data without the command and
+// parameters).
 func (c *MessageConn) MaxMessage() int { return c.maxMsg }
 
 // Close closes the conn for the caller at once: blocked and future calls
@@ -321,6 +388,9 @@ func (c *MessageConn) pump(now time.Time) {
 // ended implements upper.
 func (c *MessageConn) ended(err error) {
 	c.endedBase(err)
+	if c.room != nil {
+		c.room.leave(c.avaraID)
+	}
 	if c.accepted != nil && !c.opened {
 		c.accepted.forget(c)
 	}

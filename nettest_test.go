@@ -34,9 +34,9 @@ func TestNetConn(t *testing.T) {
 // chunks of at most 1024 bytes and reads into 1024-byte buffers, so each
 // Read gets what one Write sent, and POROUS delivers reliable messages in
 // order, as the byte-stream subtests (BasicIO, PingPong) need. Airhook
-// (256-byte messages, not in order) and LLUDP (the first bytes are a
-// message number, not in order) cannot run it; TestDeadlines covers their
-// deadlines.
+// (256-byte messages, not in order), LLUDP (the first bytes are a
+// message number, not in order) and Avara (the first 8 bytes are a command
+// and its parameters) cannot run it; TestDeadlines covers their deadlines.
 func TestMessageNetConn(t *testing.T) {
 	cfg := &Config{}
 	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {

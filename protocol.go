@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
+	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
@@ -49,6 +50,14 @@ const (
 	// byte (15 or above) followed by its payload. Streams ride on an
 	// ORDERED channel 1 with command WirefoxStreamCommand.
 	Wirefox Protocol = 4
+	// Avara is the UDP layer of the game Avara, wire-compatible with
+	// avaraline/Avara at commit aaa5e63 (network version 18,
+	// Config.AvaraVersion): each message is a command (0..127) with the
+	// parameters p1, p2 and p3 and up to 984 bytes of data, reliable and
+	// delivered in order. A client logs in to a server with a password
+	// (Config.AvaraPassword); a MessageListener plays the server, for up
+	// to 7 clients. Streams ride in command StreamCommand.
+	Avara Protocol = 5
 )
 
 // WirefoxChannelMode is how a Wirefox channel delivers its messages:
@@ -75,8 +84,12 @@ const WirefoxStreamCommand = 0xFF
 // template uses Low numbers 1 to 431 only.
 const StreamMessageNumber = lludp.StreamMessage
 
+// StreamCommand is the Avara command (100) that carries rudp's stream
+// frames. The game's commands at the cited commit are 0 to 36.
+const StreamCommand = avara.StreamCommand
+
 // String returns the protocol's name in lower case ("airhook", "porous",
-// "lludp", "wirefox"), or "default" for the zero value.
+// "lludp", "wirefox", "avara"), or "default" for the zero value.
 func (p Protocol) String() string {
 	switch p {
 	case 0:
@@ -89,14 +102,16 @@ func (p Protocol) String() string {
 		return "lludp"
 	case Wirefox:
 		return "wirefox"
+	case Avara:
+		return "avara"
 	}
 	return fmt.Sprintf("protocol(%d)", uint8(p))
 }
 
 // ParseProtocol returns the Protocol named s ("airhook", "porous",
-// "lludp", "wirefox"), as printed by Protocol.String, in any case ("POROUS" and
-// "Airhook" too). It returns an error wrapping ErrUnknownProtocol for any
-// other name.
+// "lludp", "wirefox", "avara"), as printed by Protocol.String, in any
+// case ("POROUS" and "Airhook" too). It returns an error wrapping
+// ErrUnknownProtocol for any other name.
 func ParseProtocol(s string) (Protocol, error) {
 	for _, p := range Protocols() {
 		if strings.EqualFold(p.String(), s) {
@@ -108,7 +123,7 @@ func ParseProtocol(s string) (Protocol, error) {
 
 // Protocols lists the protocols this version of rudp implements, the
 // default first.
-func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP, Wirefox} }
+func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP, Wirefox, Avara} }
 
 // Circuit is what an LLUDP client presents in its UseCircuitCode message
 // when it opens a circuit; a Second Life region expects the values its
@@ -149,6 +164,20 @@ const (
 	// viewer's 1 s floor, which would stall a stream for a second per
 	// loss.
 	lludpStreamRTOMin = 10 * time.Millisecond
+	// avaraStreamAckDelay is how long a stream's ack waits for a datagram
+	// to ride on, instead of the reference's 41 ms: acknowledging sooner
+	// keeps the sender's resend timer (from the acks, avara.Config.AckRTT)
+	// close to the round trip.
+	avaraStreamAckDelay = 2 * time.Millisecond
+	// avaraStreamClientID is the player id of the client of a stream over
+	// Avara: each stream is a connection of its own, not one of a
+	// server's seven players.
+	avaraStreamClientID = 1
+	// avaraStreamLoginPad is the length of the data of a stream's Login
+	// (avara.Config.LoginPad): enough that the listener's first answer,
+	// the TOC, the Control and its first stream frame, fits the 3 times
+	// what the Login brought that a listener sends an unvalidated peer.
+	avaraStreamLoginPad = 128
 )
 
 // validateProtocol checks the protocol-specific fields of a resolved
@@ -158,6 +187,13 @@ func (c *Config) validateProtocol() error {
 	case Airhook, LLUDP:
 	case Wirefox:
 		return c.validateWirefox()
+	case Avara:
+		if len(c.AvaraPassword) > MaxAvaraPassword {
+			return fmt.Errorf("rudp: Config.AvaraPassword of %d bytes, at most %d", len(c.AvaraPassword), MaxAvaraPassword)
+		}
+		if c.AvaraCram > MaxAvaraCram {
+			return fmt.Errorf("rudp: Config.AvaraCram %d above %d", c.AvaraCram, MaxAvaraCram)
+		}
 	case POROUS:
 		if c.Channels > MaxChannels {
 			return fmt.Errorf("rudp: Config.Channels %d above %d", c.Channels, MaxChannels)
@@ -281,6 +317,9 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 	if c.Protocol == Wirefox {
 		return c.newWirefox(now, log, stream, accept)
 	}
+	if c.Protocol == Avara {
+		return c.newAvara(now, peer, log, stream, accept)
+	}
 	maxDatagram := c.MTU
 	if stream {
 		maxDatagram -= sealLen // see seal
@@ -308,18 +347,23 @@ func (c *Config) streamOptions() engine.SendOptions {
 		return engine.SendOptions{MessageNumber: lludp.StreamMessage}
 	case Wirefox:
 		return engine.SendOptions{Channel: wirefoxStreamChannel}
+	case Avara:
+		return engine.SendOptions{Params: engine.Params{Command: avara.StreamCommand}}
 	}
 	return engine.SendOptions{}
 }
 
 // isStreamFrame reports whether a delivered message carries a stream frame
-// (LLUDP may deliver other message numbers, which a stream ignores).
+// (LLUDP may deliver other message numbers, Avara other commands, which a
+// stream ignores).
 func (c *Config) isStreamFrame(m engine.Message) bool {
 	switch c.Protocol {
 	case LLUDP:
 		return m.MessageNumber == lludp.StreamMessage
 	case Wirefox:
 		return m.Channel == wirefoxStreamChannel && len(m.Data) > 0 && m.Data[0] == WirefoxStreamCommand
+	case Avara:
+		return m.Params == engine.Params{Command: avara.StreamCommand}
 	}
 	return true
 }

@@ -24,6 +24,7 @@ type options struct {
 	seed        uint64
 	mtu         int
 	idleTimeout time.Duration
+	password    string // Avara
 	quiet       bool
 
 	output string     // recv
@@ -78,6 +79,7 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", o.seed, "seed `N` of the random loss and jitter decisions")
 	fs.IntVar(&o.mtu, "mtu", o.mtu, "largest datagram sent, `N` bytes of UDP payload")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", o.idleTimeout, "fail after `DURATION` without a datagram from the peer")
+	fs.StringVar(&o.password, "password", "", "Avara login `PASSWORD` (--protocol avara): both ends give the same, at most 255 bytes")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (there is none unless stderr is a terminal)")
 	if cmd == "recv" {
 		fs.StringVar(&o.output, "o", "", "write the data to `FILE` instead of stdout")
@@ -195,7 +197,7 @@ func protocolNames() string {
 
 // config returns the rudp configuration the flags ask for.
 func (o *options) config() *rudp.Config {
-	return &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout}
+	return &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout, AvaraPassword: o.password}
 }
 
 // impairment returns the impairment of the datagrams sent, with loss rate

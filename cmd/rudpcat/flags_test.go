@@ -82,11 +82,14 @@ func TestParseCommand(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, rudp.Protocol(0), o.protocol, "default: the library's")
 
-	for arg, want := range map[string]rudp.Protocol{"POROUS": rudp.POROUS, "Airhook": rudp.Airhook, "LLUDP": rudp.LLUDP} {
+	for arg, want := range map[string]rudp.Protocol{"POROUS": rudp.POROUS, "Airhook": rudp.Airhook, "LLUDP": rudp.LLUDP, "AVARA": rudp.Avara} {
 		o, _, err = parseCommand(lookup(t, "dial"), []string{"--protocol", arg, "127.0.0.1:1"})
 		require.NoError(t, err, "--protocol takes any case")
 		require.Equal(t, want, o.protocol)
 	}
+	o, _, err = parseCommand(lookup(t, "dial"), []string{"--protocol", "avara", "--password", "pw", "127.0.0.1:1"})
+	require.NoError(t, err)
+	require.Equal(t, "pw", o.config().AvaraPassword)
 
 	o, _, err = parseCommand(lookup(t, "recv"), []string{"-o", "out", "127.0.0.1:0"})
 	require.NoError(t, err)

@@ -67,6 +67,13 @@ type Config struct {
 	// (a server), or sent in it (a client); at most MaxPassword bytes. A
 	// wrong password gets no answer on the wire, as with the reference.
 	Password []byte
+	// LoginPad, when positive, is the least length of the Login's data:
+	// zero bytes follow the password's Pascal string up to it, at most
+	// MaxData. A server reads the password and ignores what follows, so
+	// the padding changes nothing but the Login's size: a listener that
+	// sends an unvalidated address at most a few times what it received
+	// from it (as rudp's do) can then answer with the TOC at once.
+	LoginPad int
 	// Seed is the client's login seed, sent as p3 of the Login and echoed
 	// in the TOC meant for it (the reference uses its tick count).
 	Seed int32
@@ -160,6 +167,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MaxDatagram)
 	case c.AckDelay < 0 || c.RTOMin < 0 || c.DeadTimeout < 0 || c.Linger < 0 || c.IdleTimeout < 0:
 		return c, fmt.Errorf("%w: negative timer", errConfig)
+	case c.LoginPad < 0 || c.LoginPad > MaxData:
+		return c, fmt.Errorf("%w: LoginPad %d outside 0..%d", errConfig, c.LoginPad, MaxData)
 	case c.SkipAfter < 0 || c.MaxQueued < 0:
 		return c, fmt.Errorf("%w: negative bound", errConfig)
 	}

@@ -70,7 +70,8 @@
 //     reference's own quota (§3.2) is a sender's limit; receivers take
 //     any rate.
 //   - Connections: a client sends its Login (serial 0, p3 Config.Seed,
-//     the password as a Pascal string, sender −1, ack field 0xFFFE) and
+//     the password as a Pascal string, zero-padded to Config.LoginPad,
+//     sender −1, ack field 0xFFFE) and
 //     nothing else until a TOC with its seed gives it its id; then it
 //     sends its Control. A server session (Config.Accept) opens only for
 //     a Login with the right password; a wrong one, or a full server (the

@@ -150,6 +150,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	if cfg.Client {
 		s.id, s.peerID = -1, 0
 		pw := append([]byte{byte(len(cfg.Password))}, cfg.Password...)
+		pw = append(pw, make([]byte, max(0, cfg.LoginPad-len(pw)))...)
 		s.ctl = append(s.ctl, &outMsg{transport: true, data: pw,
 			params: engine.Params{Command: CommandLogin, P3: cfg.Seed}})
 	} else {

@@ -133,3 +133,19 @@ func body(t testing.TB, h string) string {
 	require.NoError(t, ParseDatagram(unhex(t, h), &d, DefaultVersion), h)
 	return h[4:]
 }
+
+// TestLoginPad: with LoginPad the Login's data is the password's Pascal
+// string followed by zero bytes up to LoginPad, and a server with that
+// password accepts it; a LoginPad beyond MaxData is refused.
+func TestLoginPad(t *testing.T) {
+	c := newSession(t, t0, Config{Client: true, Password: []byte("pw"), LoginPad: 64})
+	login := unhex(t, poll(t, c, t0))
+	var d Datagram
+	require.NoError(t, ParseDatagram(login, &d, DefaultVersion))
+	require.Equal(t, append([]byte{2, 'p', 'w'}, make([]byte, 61)...), d.Messages[0].Data)
+	s := newSession(t, t0, Config{Accept: true, ClientID: 1, Password: []byte("pw")})
+	require.NoError(t, s.HandleDatagram(t0, login))
+	require.Equal(t, engine.StateEstablished, s.State())
+	_, err := New(t0, Config{Client: true, LoginPad: MaxData + 1})
+	require.Error(t, err)
+}
