@@ -261,7 +261,8 @@ func (s *Session) mode(ch uint8) ChannelMode {
 //   - engine.ErrClosed after Close or once the session ended;
 //   - engine.ErrEmptyMessage for an empty p;
 //   - engine.ErrUnsupported for a command below CmdUser (internal
-//     commands), Passive delivery, or a channel not in Config.Channels;
+//     commands), Passive delivery, a channel not in Config.Channels, a
+//     MessageNumber or Params (other protocols' fields);
 //   - engine.ErrMessageTooLarge above Config.MaxMessage;
 //   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
@@ -271,7 +272,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	case len(p) == 0:
 		return engine.ErrEmptyMessage
 	case p[0] < CmdUser, opt.Delivery != engine.Reliable && opt.Delivery != engine.Unreliable,
-		int(opt.Channel) > len(s.cfg.Channels), opt.MessageNumber != 0:
+		int(opt.Channel) > len(s.cfg.Channels), opt.MessageNumber != 0, opt.Params != (engine.Params{}):
 		return engine.ErrUnsupported
 	case len(p) > s.cfg.MaxMessage:
 		return engine.ErrMessageTooLarge
