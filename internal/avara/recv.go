@@ -119,13 +119,15 @@ func (s *Session) handle(now time.Time, d *Datagram, n int) {
 // message sent once that it acknowledged (0 if none).
 func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 	// The RTT sample is the newest message acknowledged, if it was sent
-	// once and after the previous acknowledgement: one sent before may
-	// have waited behind a lost message at the receiver.
-	prev := s.lastAcked
+	// once and no message acknowledged with it was sent again: a resend
+	// that fills a gap acknowledges at once the messages the receiver
+	// held behind it, whose time since sending includes that wait.
 	var sample time.Duration
 	var newest *outMsg
+	resent := false
 	ack := func(m *outMsg) {
 		s.acked(now, m)
+		resent = resent || m.sendCount > 1
 		if newest == nil || int16(m.serial-newest.serial) > 0 {
 			newest = m
 		}
@@ -152,7 +154,7 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 			}
 		}
 	}
-	if newest != nil && newest.sendCount == 1 && !newest.firstSent.Before(prev) {
+	if newest != nil && !resent {
 		sample = now.Sub(newest.firstSent)
 		if s.rtt != nil {
 			s.rtt.Sample(sample)

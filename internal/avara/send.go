@@ -44,6 +44,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	s.detectLosses(now)
+	s.updateCC(now, 0)
 	n := s.transmit(now, buf)
 	if n > 0 {
 		s.stats.PacketsSent++
@@ -59,14 +60,15 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 }
 
 // detectLosses tells the controller that the datagrams whose messages'
-// resend time has come are lost.
+// resend time has come are lost; the caller ends the controller's event
+// (updateCC) after it, with the RTT sample of the acknowledgements taken
+// in the same event, if any.
 func (s *Session) detectLosses(now time.Time) {
 	for _, m := range s.flight {
 		if !m.acked && m.dg != nil && !now.Before(m.nextSend) && m.dg.pkt.InFlight() {
 			s.cc.OnLost(now, &m.dg.pkt)
 		}
 	}
-	s.updateCC(now, 0)
 }
 
 // updateCC ends a controller event with the RTT sample sample (0: none).
