@@ -15,8 +15,8 @@ const historySize = 1 << 16
 type history struct {
 	bits    []uint64 // nil: every ID up to newest counts as seen
 	newest  uint32
-	first   uint32 // the first ID added
 	started bool
+	wrapped bool // newest went past 2^32 − 1 to 0
 }
 
 // has reports whether id was seen (or is too old to tell).
@@ -45,7 +45,7 @@ func (h *history) add(id uint32) {
 		}
 	}
 	if !h.started {
-		h.started, h.newest, h.first = true, id, id
+		h.started, h.newest = true, id
 	}
 	if d := int32(id - h.newest); d > 0 {
 		if d >= historySize {
@@ -55,25 +55,26 @@ func (h *history) add(id uint32) {
 				h.bits[x/64%(historySize/64)] &^= 1 << (x % 64)
 			}
 		}
+		h.wrapped = h.wrapped || id < h.newest
 		h.newest = id
 	}
 	h.bits[id/64%(historySize/64)] |= 1 << (id % 64)
 }
 
-// trim frees the bitmap when every ID the history covers, from the first
-// added (or historySize behind the newest) to the newest, was seen, or
-// regardless with gapsSeen, which takes the missing ones as seen: right
-// for datagram IDs, never reused (a datagram that turns up later is
-// dropped and its packets come again in a new one), wrong for packet IDs
-// that may still be resent.
+// trim frees the bitmap when every ID the history covers, from 0 (IDs
+// start there, docs/protocols/wirefox.md §3.1) or historySize behind the
+// newest to the newest, was seen, or regardless with gapsSeen, which
+// takes the missing ones as seen: right for datagram IDs, never reused (a
+// datagram that turns up later is dropped and its packets come again in
+// a new one), wrong for packet IDs that may still be resent.
 func (h *history) trim(gapsSeen bool) {
 	if h.bits == nil || !h.started {
 		return
 	}
 	if !gapsSeen {
 		lo := h.newest - (historySize - 1)
-		if h.newest-h.first < historySize {
-			lo = h.first
+		if !h.wrapped && h.newest < historySize-1 {
+			lo = 0
 		}
 		for id := lo; id != h.newest+1; id++ {
 			if h.bits[id/64%(historySize/64)]&(1<<(id%64)) == 0 {

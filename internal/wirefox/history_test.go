@@ -12,7 +12,7 @@ import (
 // tracked exactly again.
 func TestHistoryTrim(t *testing.T) {
 	var h history
-	for id := uint32(1000); id < 1100; id++ {
+	for id := uint32(0); id < 1100; id++ {
 		if id != 1050 {
 			h.add(id)
 		}
@@ -38,4 +38,31 @@ func TestHistoryTrim(t *testing.T) {
 	require.Nil(t, h.bits, "a datagram history takes its gaps as seen")
 	require.True(t, h.has(1101))
 	require.False(t, h.has(1103))
+}
+
+// TestHistoryTrimFromZero: IDs start at 0, so a packet ID below the first
+// one seen may still come (the first packets were lost): the history is
+// not freed while it is missing. After the IDs wrapped, the whole window
+// behind the newest must have been seen.
+func TestHistoryTrimFromZero(t *testing.T) {
+	var h history
+	for id := uint32(1); id < 10; id++ {
+		h.add(id)
+	}
+	h.trim(false)
+	require.NotNil(t, h.bits, "packet 0 is still to come")
+	require.False(t, h.has(0))
+	h.add(0)
+	h.trim(false)
+	require.Nil(t, h.bits)
+
+	var w history
+	for id := uint32(0xFFFFFFF0); id != 5; id++ {
+		if id != 0xFFFFFFF8 {
+			w.add(id)
+		}
+	}
+	w.trim(false)
+	require.NotNil(t, w.bits, "0xFFFFFFF8 is missing, behind the wrap")
+	require.False(t, w.has(0xFFFFFFF8))
 }
