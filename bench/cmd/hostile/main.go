@@ -7,8 +7,9 @@
 // streams' clients run in a child process, so that the listener's
 // process holds only the listener's side.
 //
-//	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-sources 20000]
-//	    [-rate 1000] [-idle 10000] [-window 30s]
+//	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-phases flood,dial,idle]
+//	    [-sources 20000] [-rate 1000] [-idle 10000] [-window 30s]
+//	    [-heapprofile file] [-cpuprofile file]
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,15 +35,17 @@ import (
 	"github.com/rudpkit/rudp"
 )
 
-var heapProfile *string
+var heapProfile, cpuProfile *string
 
 func main() {
 	protocols := flag.String("protocols", "porous,airhook,lludp", "protocols to attack, comma-separated")
+	phases := flag.String("phases", "flood,dial,idle", "phases to run, comma-separated: flood (blind sources), dial (a dial during a flood), idle (idle streams)")
 	sources := flag.Int("sources", 20000, "blind sources, one opening each")
 	rate := flag.Int("rate", 1000, "openings per second during the legitimate dial")
 	idle := flag.Int("idle", 10000, "idle streams")
 	window := flag.Duration("window", 30*time.Second, "how long idle streams are watched for CPU use")
 	heapProfile = flag.String("heapprofile", "", "write a heap profile of the idle streams' listener to this file (suffixed with the protocol)")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the idle streams' listener over the window to this file (suffixed with the protocol)")
 	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
 	flag.Parse()
 	if *clients != "" {
@@ -53,10 +57,21 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		blindFlood(p, *sources)
-		floodDial(p, *rate)
-		idleStreams(p, *idle, *window)
+		if run(*phases, "flood") {
+			blindFlood(p, *sources)
+		}
+		if run(*phases, "dial") {
+			floodDial(p, *rate)
+		}
+		if run(*phases, "idle") {
+			idleStreams(p, *idle, *window)
+		}
 	}
+}
+
+// run reports whether the comma-separated phases name phase.
+func run(phases, phase string) bool {
+	return slices.Contains(strings.Split(phases, ","), phase)
 }
 
 // heapAlloc returns the live heap after garbage collection.
@@ -359,9 +374,25 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		}
 		f.Close()
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile + "." + p.String())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
+	sent0, recv0 := datagrams(conns)
 	cpu0, t0 := cpuTime(), time.Now()
 	time.Sleep(window)
 	cpu, wall := cpuTime()-cpu0, time.Since(t0)
+	sent, recv := datagrams(conns)
+	perStream := func(d uint64) float64 { return float64(d) / float64(n) / wall.Seconds() }
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	// The base: the same process once every stream has ended.
 	for _, c := range conns {
 		c.Close()
@@ -377,8 +408,18 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	}
 	_ = cmd.Wait()
 	heap -= int64(heapAlloc())
-	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v; client process %s",
-		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, line)
+	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v, datagrams per stream and second sent %.3f, received %.3f; client process %s",
+		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perStream(sent-sent0), perStream(recv-recv0), line)
+}
+
+// datagrams returns the datagrams conns have sent and received.
+func datagrams(conns []net.Conn) (sent, recv uint64) {
+	for _, c := range conns {
+		st := c.(*rudp.Conn).Stats()
+		sent += st.PacketsSent
+		recv += st.PacketsReceived
+	}
+	return sent, recv
 }
 
 // runClients is the idle streams' client process: it dials n streams to
