@@ -51,10 +51,14 @@ type Config struct {
 	// KeepAlive is how long a conn may go without receiving before it sends
 	// a probe that the peer must answer, so an idle but healthy association
 	// does not reach IdleTimeout. Default 5 s; it is capped at a third of
-	// IdleTimeout. POROUS streams ping every KeepAlive; POROUS message
-	// conns every KeepAlive or every second, whichever
-	// is shorter, as its reference does (the pings also measure the RTT);
-	// LLUDP sends StartPingCheck every KeepAlive.
+	// IdleTimeout. On a stream, the dialing side probes after KeepAlive
+	// without receiving and the accepting side only after twice that, so
+	// an idle stream carries one probe and its answer per KeepAlive and no
+	// timer fires for anything else. Message conns probe as their
+	// protocol's reference does: POROUS pings every KeepAlive or every
+	// second, whichever is shorter (the pings also measure the RTT);
+	// LLUDP sends StartPingCheck every KeepAlive; Airhook probes after
+	// KeepAlive without receiving.
 	KeepAlive time.Duration
 
 	// Linger bounds how long Close keeps delivering data already accepted by

@@ -117,12 +117,24 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 		if t, ok := s.lossAt(); ok && !yield(tLoss, t) {
 			return
 		}
-		yield(tPing, s.pingAt)
+		yield(tPing, s.pingDue())
 	case stDisconnecting:
 		yield(tDisconnect, s.discAt)
 	case stDisconnected:
 		yield(tTimeWait, s.twEnd)
 	}
+}
+
+// pingDue returns when the next Ping is due: at pingAt or, with
+// Config.PingWhenQuiet, KeepAlive after the last frame from the peer if
+// that is later.
+func (s *Session) pingDue() time.Time {
+	if s.cfg.PingWhenQuiet {
+		if quiet := s.lastRx.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
+			return quiet
+		}
+	}
+	return s.pingAt
 }
 
 // applyTimers fires, in the order timers lists them, the timers due at
