@@ -49,8 +49,8 @@ type Session struct {
 	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
 	// log holds the records of our packets from confirmed to lastSent, by
 	// the low octets of their sequence numbers modulo its length, a power
-	// of two from minLog to 256 that grows with the packets unconfirmed
-	// (see rec, reserve).
+	// of two up to 256 that grows with the packets unconfirmed (see rec,
+	// reserve), from firstLog, and that Trim shrinks.
 	log []record
 
 	missed  [maxMissed]uint8 // peer message numbers detected lost, oldest first
@@ -109,7 +109,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		cfg:      cfg,
 		own:      cfg.Session,
 		lastSent: 1,
-		log:      make([]record, minLog),
+		log:      make([]record, firstLog),
 		waiting:  make([]*outMsg, 256),
 		rtt:      *engine.NewRTT(cfg.RTOInitial, cfg.RTOMin, cfg.RTOMax),
 		cc: congestion.New(now, congestion.Config{
@@ -127,8 +127,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	}, nil
 }
 
-// minLog is the shortest log.
-const minLog = 8
+// firstLog is the log's length at first.
+const firstLog = 8
 
 // rec returns the log's record of our packet whose sequence number has the
 // low octet seq, from confirmed to lastSent (or the next one, once
@@ -155,14 +155,21 @@ func (s *Session) resizeLog(n int) {
 	s.log = log
 }
 
-// Trim frees what an idle session keeps for traffic: a log grown by many
-// packets unconfirmed, the table of messages in flight when none is, the
-// empty queues and the recycled message buffers. They are allocated again
-// when needed.
+// Trim frees what an idle session keeps for traffic: the log's records
+// beyond those of the packets unconfirmed (an idle session keeps one or
+// two), the
+// table of messages in flight when none is, the congestion controller's
+// model when nothing is in flight, the empty queues and the recycled
+// message buffers. They are allocated again when needed.
 func (s *Session) Trim() {
-	if span := int(uint8(s.lastSent)-s.confirmed) + 1; len(s.log) > minLog && span < minLog {
-		s.resizeLog(minLog)
+	span, n := int(uint8(s.lastSent)-s.confirmed)+1, len(s.log)
+	for n > 1 && n/2 >= span {
+		n /= 2
 	}
+	if n < len(s.log) {
+		s.resizeLog(n)
+	}
+	s.cc.Trim()
 	if s.pending == s.queue.len() {
 		s.waiting = nil // nothing in flight
 	}

@@ -316,10 +316,11 @@ func (s *Session) sendPing() {
 // Trim frees what an idle session keeps for traffic: the receive
 // structures of the channels that hold nothing (as each ping does, see
 // trim), the transfer queue's slots and the session's queues when they
-// are empty. They are
-// allocated again when needed.
+// are empty, and the congestion controller's model when nothing is in
+// flight. They are allocated again when needed.
 func (s *Session) Trim() {
 	s.trim()
+	s.cc.Trim()
 	if s.ring.n == 0 {
 		s.ring.slots, s.ring.head = nil, 0
 	}
