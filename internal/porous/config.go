@@ -129,8 +129,9 @@ type Config struct {
 	// without a frame from the peer (and every KeepAlive while that
 	// lasts), rather than every KeepAlive whatever arrives, as the
 	// reference does. An idle session then wakes only for its pings, and
-	// the peer's pings, which it answers, spare it its own (the RTT is
-	// then sampled from the acknowledgements of data alone).
+	// the peer's pings, which it answers, spare it its own. The first
+	// ping, at once after the handshake, still goes: its answer is the
+	// first RTT sample.
 	PingWhenQuiet bool
 	// IdleTimeout is the watchdog (default 20 s, the reference's; negative
 	// disables it). It is reset by every datagram from the peer that

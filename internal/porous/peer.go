@@ -307,8 +307,9 @@ func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s
 // sendPing queues a Ping and remembers when it left.
 func (s *Session) sendPing() {
 	s.pushCtl(FramePing, uint32(s.pingID))
-	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now, id: s.pingID, ok: true}
+	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now.Sub(s.created), id: s.pingID, ok: true}
 	s.pingID++
+	s.pinged = true
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
 	s.trim()
 }
@@ -352,7 +353,7 @@ func (s *Session) onPingAck(id uint16) {
 		return
 	}
 	r.ok = false
-	if d := s.now.Sub(r.at); d <= pingHistory {
+	if d := s.now.Sub(s.created) - r.at; d <= pingHistory {
 		s.rtt.Sample(d)
 	}
 }

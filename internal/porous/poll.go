@@ -126,10 +126,10 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 }
 
 // pingDue returns when the next Ping is due: at pingAt or, with
-// Config.PingWhenQuiet, KeepAlive after the last frame from the peer if
-// that is later.
+// Config.PingWhenQuiet and once the first Ping has gone, KeepAlive after
+// the last frame from the peer if that is later.
 func (s *Session) pingDue() time.Time {
-	if s.cfg.PingWhenQuiet {
+	if s.cfg.PingWhenQuiet && s.pinged {
 		if quiet := s.lastRx.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
 			return quiet
 		}

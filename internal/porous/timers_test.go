@@ -144,10 +144,12 @@ func deadlineProgress(t *testing.T, seed uint64, fired map[timer]int) {
 	}
 }
 
-// TestPingWhenQuiet: with Config.PingWhenQuiet, a session whose peer's
-// Pings arrive more often than its own KeepAlive never pings; the peer
-// pings once per its KeepAlive and each Ping is answered, so an idle
-// connection carries one Ping and one PingAck per interval.
+// TestPingWhenQuiet: with Config.PingWhenQuiet, both sessions still ping
+// at once after the handshake, for a first RTT sample; then a session
+// whose peer's Pings arrive more often than its own KeepAlive never
+// pings, the peer pings once per its KeepAlive and each Ping is
+// answered, so an idle connection carries one Ping and one PingAck per
+// interval.
 func TestPingWhenQuiet(t *testing.T) {
 	const intervals = 20
 	a := Config{KeepAlive: time.Second, PingWhenQuiet: true}
@@ -156,6 +158,7 @@ func TestPingWhenQuiet(t *testing.T) {
 	p.Advance(epoch.Add(time.Second))
 	require.Equal(t, engine.StateEstablished, p.A.State())
 	require.Equal(t, engine.StateEstablished, p.B.State())
+	require.True(t, p.A.rtt.Sampled() && p.B.rtt.Sampled(), "no RTT sample from a first ping")
 	sentA, sentB := p.A.Stats().PacketsSent, p.B.Stats().PacketsSent
 	p.Advance(p.Now.Add(intervals * time.Second))
 	require.Equal(t, engine.StateEstablished, p.A.State())
