@@ -317,11 +317,20 @@ func (s *Session) sendPing() {
 // Trim frees what an idle session keeps for traffic: the receive
 // structures of the channels that hold nothing (as each ping does, see
 // trim), the transfer queue's slots and the session's queues when they
-// are empty, and the congestion controller's model when nothing is in
+// are empty, the recycled packets and reassembly buffers, the scratch
+// slices, and the congestion controller's model when nothing is in
 // flight. They are allocated again when needed.
 func (s *Session) Trim() {
 	s.trim()
 	s.cc.Trim()
+	s.free, s.recvPool = nil, nil
+	s.unrel, s.needs, s.frame.Messages = nil, nil, nil
+	if len(s.unstamped) == 0 {
+		s.unstamped = nil
+	}
+	if len(s.ackq) == 0 {
+		s.ackq = nil
+	}
 	if s.ring.n == 0 {
 		s.ring.slots, s.ring.head = nil, 0
 	}
