@@ -238,7 +238,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			seq = uint32(c.random64()%(lludp.SeqWrap-1)) + 1
 		}
 		maxDatagram := min(c.MTU, lludp.DefaultMaxDatagram)
-		keepAlive := c.KeepAlive // message conns: every KeepAlive, as the viewer
+		keepAlive := min(c.KeepAlive, lludp.DefaultKeepAlive) // message conns: as the viewer
 		if stream {
 			maxDatagram -= sealLen
 			keepAlive = c.streamKeepAlive(accept)
