@@ -9,11 +9,12 @@
 //
 //	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-phases flood,dial,idle]
 //	    [-sources 20000] [-rate 1000] [-idle 10000] [-window 30s]
-//	    [-heapprofile file] [-cpuprofile file]
+//	    [-keepalive d] [-heapprofile file] [-cpuprofile file]
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"flag"
@@ -35,7 +36,10 @@ import (
 	"github.com/rudpkit/rudp"
 )
 
-var heapProfile, cpuProfile *string
+var (
+	heapProfile, cpuProfile *string
+	keepAlive               *time.Duration
+)
 
 func main() {
 	protocols := flag.String("protocols", "porous,airhook,lludp", "protocols to attack, comma-separated")
@@ -46,6 +50,7 @@ func main() {
 	window := flag.Duration("window", 30*time.Second, "how long idle streams are watched for CPU use")
 	heapProfile = flag.String("heapprofile", "", "write a heap profile of the idle streams' listener to this file (suffixed with the protocol)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the idle streams' listener over the window to this file (suffixed with the protocol)")
+	keepAlive = flag.Duration("keepalive", 0, "Config.KeepAlive of the idle streams, with an IdleTimeout three times as long (0: the defaults)")
 	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
 	flag.Parse()
 	if *clients != "" {
@@ -324,13 +329,13 @@ func spread(d []time.Duration) string {
 // socket, waits until they are idle, and reports the heap each costs and
 // the CPU the listener's process uses for them over window.
 func idleStreams(p rudp.Protocol, n int, window time.Duration) {
-	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute})
+	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive})
 	defer ln.Close()
 	exe, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n))
+	cmd := exec.Command(exe, "-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n), "-keepalive", keepAlive.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		log.Fatal(err)
@@ -354,6 +359,7 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			log.Fatal(err)
 		}
+		_ = c.SetReadDeadline(time.Time{}) // no timer left to fire in the window
 		conns = append(conns, c)
 	}
 	out := bufio.NewReader(stdout)
@@ -361,8 +367,8 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		log.Fatalf("client process: %q %v", line, err)
 	}
 	// Idle streams free their buffers at the first settle a second after
-	// their last bytes; keepalives (every 5 s) settle them.
-	time.Sleep(rudp.DefaultKeepAlive + 2*time.Second)
+	// their last bytes; keepalives (every KeepAlive) settle them.
+	time.Sleep(cmp.Or(*keepAlive, rudp.DefaultKeepAlive) + 2*time.Second)
 	heap := int64(heapAlloc())
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile + "." + p.String())
@@ -434,7 +440,7 @@ func runClients(addr, protocol string, n int) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: time.Minute}
+	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive}
 	conns := make([]*rudp.Conn, n)
 	for i := range conns {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
