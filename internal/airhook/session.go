@@ -132,13 +132,18 @@ const firstLog = 8
 
 // rec returns the log's record of our packet whose sequence number has the
 // low octet seq, from confirmed to lastSent (or the next one, once
-// reserved).
+// reserved). A log shorter than that span holds records that are all
+// alike (see Trim), so that any of them stands for each.
 func (s *Session) rec(seq uint8) *record { return &s.log[int(seq)&(len(s.log)-1)] }
 
 // reserve makes room in the log for the record of our next packet, seq.
 func (s *Session) reserve(seq uint8) {
-	if span := int(seq-s.confirmed) + 1; span > len(s.log) {
-		s.resizeLog(min(2*len(s.log), 256))
+	span, n := int(seq-s.confirmed)+1, len(s.log)
+	for n < span && n < 256 {
+		n *= 2
+	}
+	if n > len(s.log) {
+		s.resizeLog(n)
 	}
 }
 
@@ -156,15 +161,19 @@ func (s *Session) resizeLog(n int) {
 }
 
 // Trim frees what an idle session keeps for traffic: the log's records
-// beyond those of the packets unconfirmed (an idle session keeps one or
-// two), the
-// table of messages in flight when none is, the congestion controller's
-// model when nothing is in flight, the empty queues and the recycled
-// message buffers. They are allocated again when needed.
+// beyond those of the packets unconfirmed, and all but one when those
+// carried no message and saw no message numbering move (an idle session's
+// keepalive answers, which the peer's probes never confirm), the table of
+// messages in flight when none is, the congestion controller's model when
+// nothing is in flight, the empty queues and the recycled message
+// buffers. They are allocated again when needed.
 func (s *Session) Trim() {
 	span, n := int(uint8(s.lastSent)-s.confirmed)+1, len(s.log)
 	for n > 1 && n/2 >= span {
 		n /= 2
+	}
+	if s.alike() {
+		n = 1
 	}
 	if n < len(s.log) {
 		s.resizeLog(n)
@@ -178,6 +187,21 @@ func (s *Session) Trim() {
 	}
 	s.recv.Trim()
 	s.free = nil
+}
+
+// alike reports whether the records from confirmed to lastSent are all
+// alike: none carried a message, and they hold the same message numbers.
+func (s *Session) alike() bool {
+	first := s.rec(s.confirmed)
+	for q := s.confirmed; ; q++ {
+		r := s.rec(q)
+		if r.messages || r.nextOut != first.nextOut || r.nextIn != first.nextIn {
+			return false
+		}
+		if q == uint8(s.lastSent) {
+			return true
+		}
+	}
 }
 
 // ID returns this endpoint's own session ID (never 0).

@@ -73,3 +73,24 @@ func TestTrimWhileIdle(t *testing.T) {
 		require.Equal(t, uint64(2*total), s.Stats().MessagesRecv)
 	}
 }
+
+// TestIdleLogStaysSmall: over 300 keepalive intervals of an idle pair
+// (one side probing, the other answering, as streams do), the probes
+// never confirm the answers, yet Trim keeps each log at one record, all
+// the unconfirmed answers being alike; a lossy transfer afterwards is
+// delivered exactly once.
+func TestIdleLogStaysSmall(t *testing.T) {
+	a := Config{Session: 0x11111111, KeepAlive: time.Second, IdleTimeout: 3 * time.Second}
+	b := Config{Session: 0x22222222, KeepAlive: 2 * time.Second, IdleTimeout: 3 * time.Second}
+	p := newPair(t, a, b, 10*time.Millisecond, 0, 1)
+	for i := range 300 {
+		p.Advance(p.Now.Add(time.Second))
+		for _, s := range []*Session{p.A, p.B} {
+			require.Equal(t, engine.StateEstablished, s.State())
+			s.Trim()
+			require.Len(t, s.log, 1, "interval %d", i)
+		}
+	}
+	p.AB.Loss, p.BA.Loss = 0.3, 0.3
+	p.RunFlows(100_000, enginetest.NewFlow("ab", 300, 1), enginetest.NewFlow("ba", 300, 2), nil)
+}
