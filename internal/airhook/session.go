@@ -191,19 +191,19 @@ func (s *Session) Trim() {
 	s.free = nil
 }
 
-// alike reports whether the records from confirmed to lastSent are all
-// alike: none carried a message, and they hold the same message numbers.
+// alike reports whether the records after confirmed up to lastSent are
+// all alike: none carried a message, and they hold the message numbers of
+// the confirmed one (whose other fields no longer matter). A log of one
+// record, lastSent's, then stands for each.
 func (s *Session) alike() bool {
 	first := s.rec(s.confirmed)
-	for q := s.confirmed; ; q++ {
+	for q := s.confirmed + 1; q != uint8(s.lastSent)+1; q++ {
 		r := s.rec(q)
 		if r.messages || r.nextOut != first.nextOut || r.nextIn != first.nextIn {
 			return false
 		}
-		if q == uint8(s.lastSent) {
-			return true
-		}
 	}
+	return true
 }
 
 // ID returns this endpoint's own session ID (never 0).
