@@ -26,6 +26,10 @@ type upper interface {
 	// ended is called once, when the association is over; err is nil for
 	// a graceful end.
 	ended(err error)
+	// settled is called at the end of each settle of a live association,
+	// once the engine has sent what was due: the layer may free what it
+	// keeps for traffic.
+	settled(now time.Time)
 }
 
 // assoc is one association: an engine bound to a remote address on an
@@ -41,7 +45,7 @@ type assoc struct {
 	up      upper
 	timer   *time.Timer
 	timerAt time.Time
-	wake    chan struct{} // closed and replaced when anything changes
+	wake    chan struct{} // closed when anything changes, if someone waits; nil until then
 	waiting bool          // someone holds wake
 	over    bool
 
@@ -109,7 +113,6 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine) *assoc {
 		raddr: raddr,
 		key:   keyOf(raddr),
 		eng:   eng,
-		wake:  make(chan struct{}),
 	}
 	a.timer = time.AfterFunc(time.Hour, a.onTimer)
 	a.timer.Stop()
@@ -237,6 +240,7 @@ func (a *assoc) settleLocked(now time.Time) {
 		a.endLocked(a.eng.Err())
 		return
 	}
+	a.up.settled(now)
 	if dl := a.eng.Deadline(); !dl.Equal(a.timerAt) {
 		a.timerAt = dl
 		if dl.IsZero() {
@@ -250,14 +254,19 @@ func (a *assoc) settleLocked(now time.Time) {
 
 // waitChan returns a channel closed at the next change. Call with mu held.
 func (a *assoc) waitChan() <-chan struct{} {
-	a.waiting = true
+	if !a.waiting {
+		a.waiting = true
+		a.wake = make(chan struct{})
+	}
 	return a.wake
 }
 
+// notifyLocked wakes those waiting. An association nobody waits on holds
+// no channel.
 func (a *assoc) notifyLocked() {
 	if a.waiting {
 		close(a.wake)
-		a.wake = make(chan struct{})
+		a.wake = nil
 		a.waiting = false
 	}
 }

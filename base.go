@@ -128,6 +128,7 @@ func (b *connBase) markOpened() {
 	b.opened = true
 	b.openedF.Store(true)
 	b.timers[0].Stop()
+	b.timers[0] = nil // an open conn keeps no timer of its own
 	b.a.validated()
 }
 

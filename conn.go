@@ -243,12 +243,6 @@ func (c *Conn) ended(err error) {
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
 	c.st.Tune(now, c.a.eng.Stats().SRTT)
-	if now.Sub(c.active) > trimAfter {
-		c.st.Trim() // idle: keep no buffers (settled at least by keepalives)
-		if t, ok := c.a.eng.(engine.Trimmer); ok {
-			t.Trim()
-		}
-	}
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {
@@ -283,6 +277,19 @@ func (c *Conn) pump(now time.Time) {
 		}
 		if !c.closeStep(now, drained) {
 			return
+		}
+	}
+}
+
+// settled implements upper: a stream idle for trimAfter keeps no buffers,
+// nor its engine (see engine.Trimmer); keepalives settle it at least, and
+// it trims after the engine has written what was due, its answer to a
+// probe included, so that nothing allocated for that stays.
+func (c *Conn) settled(now time.Time) {
+	if now.Sub(c.active) > trimAfter {
+		c.st.Trim()
+		if t, ok := c.a.eng.(engine.Trimmer); ok {
+			t.Trim()
 		}
 	}
 }

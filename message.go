@@ -357,6 +357,9 @@ func (c *MessageConn) deliver(m engine.Message) {
 // and holds fewer than Config.MaxRecvQueue.
 func (c *MessageConn) recvOpen() bool { return !c.closed && len(c.queue)-c.head < c.maxRecv }
 
+// settled implements upper: a message conn keeps what it has.
+func (c *MessageConn) settled(time.Time) {}
+
 // pump implements upper: messages go to the engine directly in
 // WriteMessage; here only the handshake completes.
 //

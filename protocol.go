@@ -220,6 +220,23 @@ func (c *Config) validateProtocol() error {
 	return nil
 }
 
+// streamKeepAlive is how long a stream's engine goes without receiving
+// before it probes the peer (every engine then waits as long again
+// between probes while the silence lasts). The dialing side probes after
+// KeepAlive, the accepting side only after twice that: on an idle stream
+// the dialer's probes, and their answers, keep both ends alive, one
+// exchange per KeepAlive, and neither end's timer fires for anything
+// else; the accepting side probes only when the dialer's probes stop
+// arriving (still within IdleTimeout, which is at least 3 × KeepAlive).
+// The dialer is usually the side behind a NAT, whose binding its probes
+// refresh.
+func (c *Config) streamKeepAlive(accept bool) time.Duration {
+	if accept {
+		return 2 * c.KeepAlive
+	}
+	return c.KeepAlive
+}
+
 // newEngine builds the protocol engine for one association. stream selects
 // rudp's stream semantics, where a restarted peer ends the association
 // instead of being adopted silently; accept, that the association is a
@@ -239,7 +256,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 		// often. Streams run between rudp peers and ping at KeepAlive.
 		keepAlive := min(c.KeepAlive, porous.DefaultKeepAlive)
 		if stream {
-			keepAlive = c.KeepAlive
+			keepAlive = c.streamKeepAlive(accept)
 			// A stream's frames are bounded by the peer's receive window:
 			// the engine may hold all of it, whatever the congestion
 			// window.
@@ -260,6 +277,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			MaxQueuedBytes:       maxQueuedBytes,
 			Accept:               accept,
 			KeepAlive:            keepAlive,
+			PingWhenQuiet:        stream,
 			IdleTimeout:          c.IdleTimeout,
 			HandshakeTimeout:     c.HandshakeTimeout,
 			Linger:               c.Linger,
@@ -289,8 +307,10 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			seq = uint32(c.random64()%(lludp.SeqWrap-1)) + 1
 		}
 		maxDatagram := min(c.MTU, lludp.DefaultMaxDatagram)
+		keepAlive := min(c.KeepAlive, lludp.DefaultKeepAlive) // message conns: as the viewer
 		if stream {
 			maxDatagram -= sealLen
+			keepAlive = c.streamKeepAlive(accept)
 		}
 		return lludp.New(now, lludp.Config{
 			AckRTT:               stream,
@@ -307,7 +327,8 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			InitialSeq:           seq,
 			Congestion:           congestion.Algorithm(c.Congestion),
 			Logger:               log,
-			KeepAlive:            c.KeepAlive,
+			KeepAlive:            keepAlive,
+			PingWhenQuiet:        stream,
 			IdleTimeout:          c.IdleTimeout,
 			HandshakeTimeout:     c.HandshakeTimeout,
 			Linger:               c.Linger,
@@ -320,16 +341,17 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 	if c.Protocol == Avara {
 		return c.newAvara(now, peer, log, stream, accept)
 	}
-	maxDatagram := c.MTU
+	maxDatagram, keepAlive := c.MTU, c.KeepAlive
 	if stream {
 		maxDatagram -= sealLen // see seal
+		keepAlive = c.streamKeepAlive(accept)
 	}
 	return airhook.New(now, airhook.Config{
 		Rand:                 c.Rand,
 		Congestion:           congestion.Algorithm(c.Congestion),
 		Logger:               log,
 		MaxDatagram:          maxDatagram,
-		KeepAlive:            c.KeepAlive,
+		KeepAlive:            keepAlive,
 		IdleTimeout:          c.IdleTimeout,
 		HandshakeTimeout:     c.HandshakeTimeout,
 		Linger:               c.Linger,

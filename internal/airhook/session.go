@@ -34,6 +34,8 @@ type record struct {
 
 // Session is one Airhook endpoint talking to one peer: a sans-I/O state
 // machine implementing engine.Engine. It is not safe for concurrent use.
+// Its small fields are grouped so that it fits 1,152 bytes, a size class
+// of the allocator: every idle stream keeps one.
 type Session struct {
 	cfg Config
 
@@ -47,10 +49,12 @@ type Session struct {
 	lastObservedSent uint8  // observed octet in our newest packet
 	confirmed        uint8  // newest octet of ours the peer confirmed
 	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
+	state            engine.State
+	recvShut         bool // SetRecvOpen(false): new messages are refused
 	// log holds the records of our packets from confirmed to lastSent, by
 	// the low octets of their sequence numbers modulo its length, a power
-	// of two from minLog to 256 that grows with the packets unconfirmed
-	// (see rec, reserve).
+	// of two up to 256 that grows with the packets unconfirmed (see rec,
+	// reserve), from firstLog, and that Trim shrinks.
 	log []record
 
 	missed  [maxMissed]uint8 // peer message numbers detected lost, oldest first
@@ -63,8 +67,7 @@ type Session struct {
 	pendBytes int       // their bytes
 	order     uint64    // Send counter
 
-	recv     engine.FIFO[engine.Message]
-	recvShut bool // SetRecvOpen(false): new messages are refused
+	recv engine.FIFO[engine.Message]
 
 	cc           *congestion.Controller
 	rtt          engine.RTT
@@ -74,9 +77,9 @@ type Session struct {
 	lastRecv     time.Time
 	lastProbe    time.Time
 	closeAt      time.Time
-	kick         bool // a packet is due at kickAt
-	kickAt       time.Time
-	retryArmed   bool // a packet is due one RTO after the last transmit
+	kickAt       time.Time // when a packet is due, if kick
+	kick         bool      // a packet is due at kickAt
+	retryArmed   bool      // a packet is due one RTO after the last transmit
 
 	// Challenge of a new peer session announced once established (see
 	// challenged).
@@ -87,7 +90,6 @@ type Session struct {
 	chalUntil  time.Time     // when it runs out
 	chalEvery  time.Duration // how often it probes
 
-	state engine.State
 	err   error
 	stats engine.Stats
 
@@ -110,7 +112,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		cfg:      cfg,
 		own:      cfg.Session,
 		lastSent: 1,
-		log:      make([]record, minLog),
+		log:      make([]record, firstLog),
 		waiting:  make([]*outMsg, 256),
 		rtt:      *engine.NewRTT(cfg.RTOInitial, cfg.RTOMin, cfg.RTOMax),
 		cc: congestion.New(now, congestion.Config{
@@ -128,18 +130,23 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	}, nil
 }
 
-// minLog is the shortest log.
-const minLog = 8
+// firstLog is the log's length at first.
+const firstLog = 8
 
 // rec returns the log's record of our packet whose sequence number has the
 // low octet seq, from confirmed to lastSent (or the next one, once
-// reserved).
+// reserved). A log shorter than that span holds records that are all
+// alike (see Trim), so that any of them stands for each.
 func (s *Session) rec(seq uint8) *record { return &s.log[int(seq)&(len(s.log)-1)] }
 
 // reserve makes room in the log for the record of our next packet, seq.
 func (s *Session) reserve(seq uint8) {
-	if span := int(seq-s.confirmed) + 1; span > len(s.log) {
-		s.resizeLog(min(2*len(s.log), 256))
+	span, n := int(seq-s.confirmed)+1, len(s.log)
+	for n < span && n < 256 {
+		n *= 2
+	}
+	if n > len(s.log) {
+		s.resizeLog(n)
 	}
 }
 
@@ -156,14 +163,25 @@ func (s *Session) resizeLog(n int) {
 	s.log = log
 }
 
-// Trim frees what an idle session keeps for traffic: a log grown by many
-// packets unconfirmed, the table of messages in flight when none is, the
-// empty queues and the recycled message buffers. They are allocated again
-// when needed.
+// Trim frees what an idle session keeps for traffic: the log's records
+// beyond those of the packets unconfirmed, and all but one when those
+// carried no message and saw no message numbering move (an idle session's
+// keepalive answers, which the peer's probes never confirm), the table of
+// messages in flight when none is, the congestion controller's model when
+// nothing is in flight, the empty queues and the recycled message
+// buffers. They are allocated again when needed.
 func (s *Session) Trim() {
-	if span := int(uint8(s.lastSent)-s.confirmed) + 1; len(s.log) > minLog && span < minLog {
-		s.resizeLog(minLog)
+	span, n := int(uint8(s.lastSent)-s.confirmed)+1, len(s.log)
+	for n > 1 && n/2 >= span {
+		n /= 2
 	}
+	if s.alike() {
+		n = 1
+	}
+	if n < len(s.log) {
+		s.resizeLog(n)
+	}
+	s.cc.Trim()
 	if s.pending == s.queue.len() {
 		s.waiting = nil // nothing in flight
 	}
@@ -172,6 +190,21 @@ func (s *Session) Trim() {
 	}
 	s.recv.Trim()
 	s.free = nil
+}
+
+// alike reports whether the records after confirmed up to lastSent are
+// all alike: none carried a message, and they hold the message numbers of
+// the confirmed one (whose other fields no longer matter). A log of one
+// record, lastSent's, then stands for each.
+func (s *Session) alike() bool {
+	first := s.rec(s.confirmed)
+	for q := s.confirmed + 1; q != uint8(s.lastSent)+1; q++ {
+		r := s.rec(q)
+		if r.messages || r.nextOut != first.nextOut || r.nextIn != first.nextIn {
+			return false
+		}
+	}
+	return true
 }
 
 // ID returns this endpoint's own session ID (never 0).

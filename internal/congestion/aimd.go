@@ -35,11 +35,7 @@ type aimd struct {
 }
 
 func newAIMD(cfg Config) *aimd {
-	w := cfg.InitialWindow
-	if w <= 0 {
-		w = cfg.MaxDatagram
-	}
-	return &aimd{mss: cfg.MaxDatagram, w: w, ssthresh: MaxWindow}
+	return &aimd{mss: cfg.MaxDatagram, w: initialWindow(cfg), ssthresh: MaxWindow}
 }
 
 func (a *aimd) cwnd() int              { return a.w }

@@ -151,10 +151,7 @@ type bbr struct {
 }
 
 func newBBR(now time.Time, cfg Config) *bbr {
-	initial := cfg.InitialWindow
-	if initial <= 0 {
-		initial = DefaultInitialWindow * cfg.MaxDatagram
-	}
+	initial := initialWindow(cfg)
 	b := &bbr{mss: cfg.MaxDatagram, initial: initial, w: initial, minAt: now, maxRate: cfg.MaxRate}
 	b.pacing = b.capRate(gain(rateOf(uint64(initial), nominalRTT), startupPacingGain))
 	return b

@@ -193,21 +193,46 @@ func New(now time.Time, cfg Config) *Controller {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	switch cfg.Algorithm {
-	case AIMD:
-		c.alg = newAIMD(cfg)
-	default:
-		c.alg = newBBR(now, cfg)
-	}
-	c.pace.setRate(now, c.alg.pacingRate(), cfg.MaxDatagram)
+	c.model(now)
 	return c
+}
+
+// model makes sure the algorithm has its model, starting a fresh one at
+// now after New or Trim.
+func (c *Controller) model(now time.Time) {
+	if c.alg != nil {
+		return
+	}
+	switch c.cfg.Algorithm {
+	case AIMD:
+		c.alg = newAIMD(c.cfg)
+	default:
+		c.alg = newBBR(now, c.cfg)
+	}
+	c.pace.setRate(now, c.alg.pacingRate(), c.cfg.MaxDatagram)
+}
+
+// Trim frees the algorithm's model (its bandwidth, RTT and loss
+// estimates, its window) when nothing is in flight, as an engine does
+// when its association has been idle for a while (engine.Trimmer): the
+// next datagram sent starts a fresh model at the initial window, as a TCP
+// sender restarts from its initial window after an idle period longer
+// than its RTO (RFC 5681 §4.1; RFC 6298 §2.4's RTO is at least 1 s).
+// Until then the window and the state read as the initial ones; the
+// counters (Stats.Delivered, Lost, ...) are kept.
+func (c *Controller) Trim() {
+	if c.inFlight == 0 && !c.evOpen {
+		c.alg = nil
+	}
 }
 
 // SetMaxRate changes Config.MaxRate (bytes/s, 0 for no cap), as when a
 // peer advertises its receive rate.
 func (c *Controller) SetMaxRate(now time.Time, rate uint64) {
 	c.cfg.MaxRate = rate
-	c.pace.setRate(now, c.alg.pacingRate(), c.cfg.MaxDatagram)
+	if c.alg != nil {
+		c.pace.setRate(now, c.alg.pacingRate(), c.cfg.MaxDatagram)
+	}
 }
 
 // OnSent records that a datagram of size bytes that counts in flight left
@@ -216,6 +241,7 @@ func (c *Controller) SetMaxRate(now time.Time, rate uint64) {
 // and an acknowledgement that may be of an earlier one is treated as
 // RFC 8985 §6.2 says.
 func (c *Controller) OnSent(now time.Time, p *Packet, size int, retransmit bool) {
+	c.model(now)
 	c.sent++
 	if c.inFlight == 0 {
 		// draft-cheng-iccrg-delivery-rate-estimation-02 §3.2: a send
@@ -258,6 +284,7 @@ func (c *Controller) open() {
 // declared lost still counts as delivered (its loss was spurious). Call
 // Update after the last OnAcked and OnLost of the event.
 func (c *Controller) OnAcked(now time.Time, p *Packet) {
+	c.model(now) // an acknowledgement of a datagram declared lost may come after Trim
 	c.open()
 	if p.inFlight {
 		p.inFlight = false
@@ -359,11 +386,33 @@ func (c *Controller) CanSend(now time.Time, size int) bool {
 }
 
 func (c *Controller) fits(size int) bool {
-	return c.inFlight == 0 || c.inFlight+size <= c.alg.cwnd()
+	return c.inFlight == 0 || c.inFlight+size <= c.cwnd()
+}
+
+// cwnd is the algorithm's window, or the initial one while it has no
+// model (see Trim).
+func (c *Controller) cwnd() int {
+	if c.alg == nil {
+		return initialWindow(c.cfg)
+	}
+	return c.alg.cwnd()
+}
+
+// initialWindow is the window a fresh model starts with:
+// Config.InitialWindow, by default DefaultInitialWindow datagrams for BBR
+// and one for AIMD.
+func initialWindow(cfg Config) int {
+	switch {
+	case cfg.InitialWindow > 0:
+		return cfg.InitialWindow
+	case cfg.Algorithm == AIMD:
+		return cfg.MaxDatagram
+	}
+	return DefaultInitialWindow * cfg.MaxDatagram
 }
 
 // Room returns how many more bytes the window takes now (0 when full).
-func (c *Controller) Room() int { return max(0, c.alg.cwnd()-c.inFlight) }
+func (c *Controller) Room() int { return max(0, c.cwnd()-c.inFlight) }
 
 // NextSend returns when CanSend(now, size) may next be true: now if it
 // is, the time the pacer allows the datagram if only pacing holds it
@@ -380,25 +429,31 @@ func (c *Controller) NextSend(now time.Time, size int) time.Time {
 func (c *Controller) InFlight() int { return c.inFlight }
 
 // Window returns the congestion window in bytes.
-func (c *Controller) Window() int { return c.alg.cwnd() }
+func (c *Controller) Window() int { return c.cwnd() }
 
 // Stats returns the controller's figures.
 func (c *Controller) Stats() Stats {
-	bw := c.alg.bandwidth()
-	if bw == 0 {
-		bw = c.lastRate
-	}
-	return Stats{
+	st := Stats{
 		Algorithm: c.cfg.Algorithm,
-		State:     c.alg.state(),
-		Cwnd:      c.alg.cwnd(),
+		Cwnd:      c.cwnd(),
 		InFlight:  c.inFlight,
 		Pacing:    c.pace.rate,
-		Bandwidth: bw,
-		MinRTT:    c.alg.minRTT(),
+		Bandwidth: c.lastRate,
 		Delivered: c.delivered,
 		Lost:      c.lost,
 		Losses:    c.losses,
 		Events:    c.events,
 	}
+	if c.alg == nil { // trimmed: as a fresh model starts
+		st.State = "startup"
+		if c.cfg.Algorithm == AIMD {
+			st.State = "slow_start"
+		}
+		return st
+	}
+	st.State, st.MinRTT = c.alg.state(), c.alg.minRTT()
+	if bw := c.alg.bandwidth(); bw != 0 {
+		st.Bandwidth = bw
+	}
+	return st
 }

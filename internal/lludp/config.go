@@ -131,6 +131,14 @@ type Config struct {
 	// randomisation). Negative disables pings, and with them the
 	// averaged ping's samples (AckRTT still samples the acks).
 	KeepAlive time.Duration
+	// PingWhenQuiet makes the session send a StartPingCheck only once
+	// KeepAlive has passed without an accepted datagram from the peer (and
+	// every KeepAlive while that lasts), rather than every KeepAlive
+	// whatever arrives, as the viewer does. An idle session then wakes
+	// only for its pings, and the peer's pings, which it answers, spare it
+	// its own. It suits peers that both run this package, with AckRTT (the
+	// averaged ping then gets few samples).
+	PingWhenQuiet bool
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
 	// long without an accepted datagram from the peer; default
 	// DefaultIdleTimeout (100 s, the viewer). Negative means never.

@@ -58,7 +58,10 @@
 //     Config.AckRTT they time resends instead). Pings go out every
 //     Config.KeepAlive (5 s) without the viewer's ±5 % randomisation,
 //     from the time the circuit opens; replies to pings already answered
-//     are ignored.
+//     are ignored. With Config.PingWhenQuiet (a choice for peers that
+//     both run this package), a ping goes only after KeepAlive without a
+//     datagram from the peer, so that an idle circuit carries one
+//     StartPingCheck and its reply per interval.
 //   - Duplicates: checked whatever the RESENT flag (the viewer checks only
 //     resends, so a datagram duplicated by the network reaches its
 //     application twice; OpenSim checks always). A 65,536-number bitmap

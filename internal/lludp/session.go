@@ -334,13 +334,15 @@ func (s *Session) timeoutAt(m *outMsg) time.Time {
 }
 
 // Trim frees what an idle session keeps for traffic: the ring of owed
-// acks when none is owed, the empty queues, the zerocoding scratch buffer
-// and the recycled messages; with Config.DeliverDuplicates, which makes it matter only for
+// acks when none is owed, the empty queues, the zerocoding scratch buffer,
+// the recycled messages and the congestion controller's model when
+// nothing is in flight; with Config.DeliverDuplicates, which makes it matter only for
 // transport messages, the duplicate window too (it starts again from the
 // next number). They are allocated again when needed.
 func (s *Session) Trim() {
 	s.acks.trim()
 	s.prevAcks = nil
+	s.cc.Trim()
 	s.queue.Trim()
 	s.recv.Trim()
 	s.scratch = nil

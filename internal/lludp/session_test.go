@@ -965,3 +965,23 @@ func TestRepeatAcks(t *testing.T) {
 		require.Equal(t, []uint32{225, 100}, got[:2])
 	}
 }
+
+// TestPingWhenQuiet: with Config.PingWhenQuiet, a session whose peer's
+// StartPingChecks arrive more often than its own KeepAlive never pings;
+// the peer pings once per its KeepAlive and each is answered, so an idle
+// circuit carries one StartPingCheck and one CompletePingCheck per
+// interval.
+func TestPingWhenQuiet(t *testing.T) {
+	const intervals = 20
+	a := Config{KeepAlive: time.Second, PingWhenQuiet: true}
+	b := Config{KeepAlive: 2 * time.Second, PingWhenQuiet: true}
+	p := newPair(t, a, b, 10*time.Millisecond, 0, 1)
+	p.Advance(t0.Add(time.Second))
+	require.Equal(t, engine.StateEstablished, p.A.State())
+	require.Equal(t, engine.StateEstablished, p.B.State())
+	sentA, sentB := p.A.Stats().PacketsSent, p.B.Stats().PacketsSent
+	p.Advance(p.Now.Add(intervals * time.Second))
+	require.Equal(t, engine.StateEstablished, p.A.State())
+	require.InDelta(t, intervals, p.A.Stats().PacketsSent-sentA, 1, "A: one StartPingCheck per interval")
+	require.InDelta(t, intervals, p.B.Stats().PacketsSent-sentB, 1, "B: one CompletePingCheck per ping, no ping")
+}

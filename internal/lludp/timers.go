@@ -64,7 +64,9 @@ func (s *Session) dataAt() (time.Time, bool) {
 }
 
 // pingDue returns when the next StartPingCheck is due: KeepAlive after the
-// last one, or after the circuit opened.
+// last one, or after the circuit opened; with Config.PingWhenQuiet, also
+// no sooner than KeepAlive after the last datagram accepted, unless a
+// challenge asks for one.
 func (s *Session) pingDue() (time.Time, bool) {
 	switch {
 	case !s.open:
@@ -74,7 +76,13 @@ func (s *Session) pingDue() (time.Time, bool) {
 	case s.cfg.KeepAlive < 0:
 		return time.Time{}, false
 	}
-	return s.pingAt.Add(s.cfg.KeepAlive), true
+	at := s.pingAt.Add(s.cfg.KeepAlive)
+	if s.cfg.PingWhenQuiet && !s.chal.Running() {
+		if quiet := s.lastRecv.Add(s.cfg.KeepAlive); quiet.After(at) {
+			at = quiet
+		}
+	}
+	return at, true
 }
 
 // ackDue returns when owed acks go out in a PacketAck: AckDelay after the

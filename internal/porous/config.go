@@ -125,6 +125,14 @@ type Config struct {
 	// reference's; docs/protocols/porous.md §3.7). Pings measure the RTT and keep the peer's
 	// watchdog quiet.
 	KeepAlive time.Duration
+	// PingWhenQuiet makes the session ping only once KeepAlive has passed
+	// without a frame from the peer (and every KeepAlive while that
+	// lasts), rather than every KeepAlive whatever arrives, as the
+	// reference does. An idle session then wakes only for its pings, and
+	// the peer's pings, which it answers, spare it its own. The first
+	// ping, at once after the handshake, still goes: its answer is the
+	// first RTT sample.
+	PingWhenQuiet bool
 	// IdleTimeout is the watchdog (default 20 s, the reference's; negative
 	// disables it). It is reset by every datagram from the peer that
 	// decodes, which is more lenient than the reference's PingAck-only

@@ -79,6 +79,11 @@
 //     datagram from the peer that is accepted (decoded, and not refused
 //     as out of window or over the receive budget), not only by PingAck
 //     (docs/protocols/porous.md §2 row 9), and applies to the handshake too (ErrHandshakeTimeout).
+//   - Pings: every Config.KeepAlive, as the reference; with
+//     Config.PingWhenQuiet (a choice for peers that both run this
+//     package), only after KeepAlive without a frame from the peer, so
+//     that an idle connection carries one Ping and its PingAck per
+//     interval and its timer fires for nothing else.
 //   - Disconnect: Close waits, bounded by Config.Linger (default 5 s), for
 //     everything queued to be sent and acknowledged, then sends
 //     Disconnect every 500 ms until DisconnectAck (docs/protocols/porous.md §3.8). When

@@ -313,7 +313,8 @@ func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s
 // sendPing queues a Ping and remembers when it left.
 func (s *Session) sendPing() {
 	s.pushCtl(FramePing, uint32(s.pingID))
-	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now, id: s.pingID, ok: true}
+	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now.Sub(s.created), id: s.pingID, ok: true}
+	s.pinged = true
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
 	if s.chal.Running() {
 		// Each Ping during a challenge is one of its probes.
@@ -329,10 +330,20 @@ func (s *Session) sendPing() {
 // Trim frees what an idle session keeps for traffic: the receive
 // structures of the channels that hold nothing (as each ping does, see
 // trim), the transfer queue's slots and the session's queues when they
-// are empty. They are
-// allocated again when needed.
+// are empty, the recycled packets and reassembly buffers, the scratch
+// slices, and the congestion controller's model when nothing is in
+// flight. They are allocated again when needed.
 func (s *Session) Trim() {
 	s.trim()
+	s.cc.Trim()
+	s.free, s.recvPool = nil, nil
+	s.unrel, s.needs, s.frame.Messages = nil, nil, nil
+	if len(s.unstamped) == 0 {
+		s.unstamped = nil
+	}
+	if len(s.ackq) == 0 {
+		s.ackq = nil
+	}
 	if s.ring.n == 0 {
 		s.ring.slots, s.ring.head = nil, 0
 	}
@@ -364,7 +375,7 @@ func (s *Session) onPingAck(id uint16) {
 		return
 	}
 	r.ok = false
-	if d := s.now.Sub(r.at); d <= pingHistory {
+	if d := s.now.Sub(s.created) - r.at; d <= pingHistory {
 		s.rtt.Sample(d)
 	}
 }

@@ -117,12 +117,25 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 		if t, ok := s.lossAt(); ok && !yield(tLoss, t) {
 			return
 		}
-		yield(tPing, s.pingAt)
+		yield(tPing, s.pingDue())
 	case stDisconnecting:
 		yield(tDisconnect, s.discAt)
 	case stDisconnected:
 		yield(tTimeWait, s.twEnd)
 	}
+}
+
+// pingDue returns when the next Ping is due: at pingAt or, with
+// Config.PingWhenQuiet and once the first Ping has gone, KeepAlive after
+// the last frame from the peer if that is later; a challenge's Pings go
+// at pingAt, however busy the peer.
+func (s *Session) pingDue() time.Time {
+	if s.cfg.PingWhenQuiet && s.pinged && !s.chal.Running() {
+		if quiet := s.lastRx.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
+			return quiet
+		}
+	}
+	return s.pingAt
 }
 
 // applyTimers fires, in the order timers lists them, the timers due at

@@ -58,8 +58,10 @@ type ctlFrame struct {
 	v   uint32 // nonce or ping ID
 }
 
+// pingRec is an outstanding Ping: when it left, as the time since the
+// session was created (8 bytes where a time.Time takes 24).
 type pingRec struct {
-	at time.Time
+	at time.Duration
 	id uint16
 	ok bool
 }
@@ -98,6 +100,7 @@ type Session struct {
 
 	// Ping and RTT (docs/protocols/porous.md §3.7).
 	pingID  uint16
+	pinged  bool      // a Ping was sent (see pingDue)
 	pingAt  time.Time // next ping due
 	pings   [maxPings]pingRec
 	rtt     engine.RTT

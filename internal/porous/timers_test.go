@@ -8,6 +8,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/enginetest"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDeadlineProgress drives pairs of sessions through their whole life
@@ -46,6 +47,7 @@ func deadlineProgress(t *testing.T, seed uint64, fired map[timer]int) {
 			Channels:         2,
 			Accept:           accept,
 			KeepAlive:        pick(0, 100*time.Millisecond, 700*time.Millisecond),
+			PingWhenQuiet:    rng.IntN(2) == 0,
 			IdleTimeout:      pick(0, 2*time.Second, 6*time.Second),
 			HandshakeTimeout: pick(0, time.Second, 4*time.Second),
 			Linger:           pick(0, 300*time.Millisecond, 2*time.Second),
@@ -140,4 +142,26 @@ func deadlineProgress(t *testing.T, seed uint64, fired map[timer]int) {
 			s[1].Close(now)
 		}
 	}
+}
+
+// TestPingWhenQuiet: with Config.PingWhenQuiet, both sessions still ping
+// at once after the handshake, for a first RTT sample; then a session
+// whose peer's Pings arrive more often than its own KeepAlive never
+// pings, the peer pings once per its KeepAlive and each Ping is
+// answered, so an idle connection carries one Ping and one PingAck per
+// interval.
+func TestPingWhenQuiet(t *testing.T) {
+	const intervals = 20
+	a := Config{KeepAlive: time.Second, PingWhenQuiet: true}
+	b := Config{KeepAlive: 2 * time.Second, PingWhenQuiet: true}
+	p := newPair(t, a, b, 10*time.Millisecond, 0, 1)
+	p.Advance(epoch.Add(time.Second))
+	require.Equal(t, engine.StateEstablished, p.A.State())
+	require.Equal(t, engine.StateEstablished, p.B.State())
+	require.True(t, p.A.rtt.Sampled() && p.B.rtt.Sampled(), "no RTT sample from a first ping")
+	sentA, sentB := p.A.Stats().PacketsSent, p.B.Stats().PacketsSent
+	p.Advance(p.Now.Add(intervals * time.Second))
+	require.Equal(t, engine.StateEstablished, p.A.State())
+	require.InDelta(t, intervals, p.A.Stats().PacketsSent-sentA, 1, "A: one Ping per interval")
+	require.InDelta(t, intervals, p.B.Stats().PacketsSent-sentB, 1, "B: one PingAck per Ping, no Ping")
 }

@@ -7,12 +7,14 @@
 // streams' clients run in a child process, so that the listener's
 // process holds only the listener's side.
 //
-//	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-sources 20000]
-//	    [-rate 1000] [-idle 10000] [-window 30s]
+//	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-phases flood,dial,idle]
+//	    [-sources 20000] [-rate 1000] [-idle 10000] [-window 30s]
+//	    [-keepalive d] [-heapprofile file] [-cpuprofile file]
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"flag"
@@ -24,6 +26,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,15 +36,21 @@ import (
 	"github.com/rudpkit/rudp"
 )
 
-var heapProfile *string
+var (
+	heapProfile, cpuProfile *string
+	keepAlive               *time.Duration
+)
 
 func main() {
 	protocols := flag.String("protocols", "porous,airhook,lludp", "protocols to attack, comma-separated")
+	phases := flag.String("phases", "flood,dial,idle", "phases to run, comma-separated: flood (blind sources), dial (a dial during a flood), idle (idle streams)")
 	sources := flag.Int("sources", 20000, "blind sources, one opening each")
 	rate := flag.Int("rate", 1000, "openings per second during the legitimate dial")
 	idle := flag.Int("idle", 10000, "idle streams")
 	window := flag.Duration("window", 30*time.Second, "how long idle streams are watched for CPU use")
 	heapProfile = flag.String("heapprofile", "", "write a heap profile of the idle streams' listener to this file (suffixed with the protocol)")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the idle streams' listener over the window to this file (suffixed with the protocol)")
+	keepAlive = flag.Duration("keepalive", 0, "Config.KeepAlive of the idle streams, with an IdleTimeout three times as long (0: the defaults)")
 	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
 	flag.Parse()
 	if *clients != "" {
@@ -53,10 +62,21 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		blindFlood(p, *sources)
-		floodDial(p, *rate)
-		idleStreams(p, *idle, *window)
+		if run(*phases, "flood") {
+			blindFlood(p, *sources)
+		}
+		if run(*phases, "dial") {
+			floodDial(p, *rate)
+		}
+		if run(*phases, "idle") {
+			idleStreams(p, *idle, *window)
+		}
 	}
+}
+
+// run reports whether the comma-separated phases name phase.
+func run(phases, phase string) bool {
+	return slices.Contains(strings.Split(phases, ","), phase)
 }
 
 // heapAlloc returns the live heap after garbage collection.
@@ -309,13 +329,13 @@ func spread(d []time.Duration) string {
 // socket, waits until they are idle, and reports the heap each costs and
 // the CPU the listener's process uses for them over window.
 func idleStreams(p rudp.Protocol, n int, window time.Duration) {
-	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute})
+	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive})
 	defer ln.Close()
 	exe, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n))
+	cmd := exec.Command(exe, "-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n), "-keepalive", keepAlive.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		log.Fatal(err)
@@ -339,6 +359,7 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			log.Fatal(err)
 		}
+		_ = c.SetReadDeadline(time.Time{}) // no timer left to fire in the window
 		conns = append(conns, c)
 	}
 	out := bufio.NewReader(stdout)
@@ -346,8 +367,8 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		log.Fatalf("client process: %q %v", line, err)
 	}
 	// Idle streams free their buffers at the first settle a second after
-	// their last bytes; keepalives (every 5 s) settle them.
-	time.Sleep(rudp.DefaultKeepAlive + 2*time.Second)
+	// their last bytes; keepalives (every KeepAlive) settle them.
+	time.Sleep(cmp.Or(*keepAlive, rudp.DefaultKeepAlive) + 2*time.Second)
 	heap := int64(heapAlloc())
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile + "." + p.String())
@@ -359,9 +380,25 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		}
 		f.Close()
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile + "." + p.String())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
+	sent0, recv0 := datagrams(conns)
 	cpu0, t0 := cpuTime(), time.Now()
 	time.Sleep(window)
 	cpu, wall := cpuTime()-cpu0, time.Since(t0)
+	sent, recv := datagrams(conns)
+	perStream := func(d uint64) float64 { return float64(d) / float64(n) / wall.Seconds() }
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	// The base: the same process once every stream has ended.
 	for _, c := range conns {
 		c.Close()
@@ -377,8 +414,18 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	}
 	_ = cmd.Wait()
 	heap -= int64(heapAlloc())
-	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v; client process %s",
-		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, line)
+	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v, datagrams per stream and second sent %.3f, received %.3f; client process %s",
+		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perStream(sent-sent0), perStream(recv-recv0), line)
+}
+
+// datagrams returns the datagrams conns have sent and received.
+func datagrams(conns []net.Conn) (sent, recv uint64) {
+	for _, c := range conns {
+		st := c.(*rudp.Conn).Stats()
+		sent += st.PacketsSent
+		recv += st.PacketsReceived
+	}
+	return sent, recv
 }
 
 // runClients is the idle streams' client process: it dials n streams to
@@ -393,7 +440,7 @@ func runClients(addr, protocol string, n int) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: time.Minute}
+	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive}
 	conns := make([]*rudp.Conn, n)
 	for i := range conns {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")

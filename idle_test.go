@@ -1,0 +1,150 @@
+package rudp
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// idleEnd is one end of an idleRun: a stream engine and what it did.
+type idleEnd struct {
+	eng    engine.Engine
+	inbox  []idleDatagram
+	sent   int // datagrams sent
+	wakes  int // timer wakeups: Polls at the engine's Deadline, no datagram in
+	silent int // timer wakeups that sent nothing
+}
+
+type idleDatagram struct {
+	at time.Time
+	p  []byte
+}
+
+// idleRun drives two stream engines of cfg (a dialer's and a listener's,
+// as the root package builds them) back to back on a virtual clock, as
+// associations do: a datagram in is handled and the engine polled until
+// it has nothing due; a timer fires at the engine's Deadline. The link
+// delays each datagram by oneWay. It opens the association, sends one
+// message each way, waits until both ends are quiet (idleAfter), and then
+// counts what each end does over idle.
+func idleRun(t *testing.T, cfg *Config, oneWay, idle time.Duration) [2]*idleEnd {
+	t.Helper()
+	cfg, err := cfg.resolved()
+	require.NoError(t, err)
+	now := time.Unix(1_000_000, 0)
+	ca := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}
+	sa := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 2}
+	c, err := cfg.newEngine(now, sa, true, false)
+	require.NoError(t, err)
+	s, err := cfg.newEngine(now, ca, true, true)
+	require.NoError(t, err)
+	ends := [2]*idleEnd{{eng: c}, {eng: s}}
+	buf := make([]byte, maxSend)
+	poll := func(i int, now time.Time) int {
+		n := 0
+		for range 1000 {
+			k := ends[i].eng.Poll(now, buf)
+			if k == 0 {
+				return n
+			}
+			ends[1-i].inbox = append(ends[1-i].inbox, idleDatagram{now.Add(oneWay), append([]byte(nil), buf[:k]...)})
+			ends[i].sent++
+			n++
+		}
+		t.Fatalf("end %d: Poll never returns 0", i)
+		return n
+	}
+	// step moves to the next event before until, and reports whether
+	// there was one.
+	step := func(until time.Time) bool {
+		next, who, timer := until, -1, false
+		for i, e := range ends {
+			if len(e.inbox) > 0 && e.inbox[0].at.Before(next) {
+				next, who, timer = e.inbox[0].at, i, false
+			}
+			if dl := e.eng.Deadline(); !dl.IsZero() && dl.Before(next) {
+				next, who, timer = dl, i, true
+			}
+		}
+		if who < 0 {
+			return false
+		}
+		now = next
+		e := ends[who]
+		if timer {
+			e.wakes++
+			if poll(who, now) == 0 {
+				e.silent++
+			}
+			return true
+		}
+		d := e.inbox[0]
+		e.inbox = e.inbox[1:]
+		_ = e.eng.HandleDatagram(now, d.p)
+		for {
+			if _, ok := e.eng.Recv(); !ok {
+				break
+			}
+		}
+		poll(who, now)
+		return true
+	}
+	run := func(d time.Duration, maxSteps int) {
+		until := now.Add(d)
+		for i := 0; step(until); i++ {
+			require.Less(t, i, maxSteps, "too many events")
+		}
+		now = until
+	}
+	poll(0, now)
+	run(cfg.HandshakeTimeout, 10_000)
+	for _, e := range ends {
+		require.Equal(t, engine.StateEstablished, e.eng.State())
+	}
+	for i, e := range ends {
+		require.NoError(t, e.eng.Send([]byte("hi"), cfg.streamOptions()))
+		poll(i, now)
+	}
+	run(idleAfter, 10_000)
+	for _, e := range ends {
+		e.sent, e.wakes, e.silent = 0, 0, 0
+	}
+	run(idle, 100_000)
+	for _, e := range ends {
+		require.Equal(t, engine.StateEstablished, e.eng.State())
+	}
+	return ends
+}
+
+// idleAfter is how long after its last message an association is taken as
+// idle: every acknowledgement and timer of the traffic is over.
+const idleAfter = 10 * time.Second
+
+// TestIdleStreamWakesOnlyForKeepAlive: over 20 keepalive intervals of an
+// idle stream, the dialer's timer fires only to send a keepalive probe (no
+// wakeup sends nothing), the accepting end's never fires (it answers),
+// and the two ends exchange one probe and its answer per interval, not
+// one each way.
+func TestIdleStreamWakesOnlyForKeepAlive(t *testing.T) {
+	const intervals = 20
+	for _, p := range streamProtocols {
+		t.Run(p.String(), func(t *testing.T) {
+			cfg := &Config{Protocol: p}
+			r, err := cfg.resolved()
+			require.NoError(t, err)
+			ends := idleRun(t, cfg, 10*time.Millisecond, intervals*r.KeepAlive)
+			total := 0
+			for i, e := range ends {
+				t.Logf("%v end %d: %d datagrams sent, %d timer wakeups, %d silent", p, i, e.sent, e.wakes, e.silent)
+				require.Zero(t, e.silent, "end %d woke with nothing to send", i)
+				total += e.sent
+			}
+			require.Zero(t, ends[1].wakes, "the accepting end's timer fired")
+			require.LessOrEqual(t, total, 2*intervals+2, "datagrams over %d keepalive intervals", intervals)
+			require.GreaterOrEqual(t, total, 2*intervals-2, "datagrams over %d keepalive intervals", intervals)
+		})
+	}
+}
