@@ -68,9 +68,13 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		cfg.AckRTT = true
 		cfg.AckDelay = avaraStreamAckDelay
 		cfg.LoginPad = avaraStreamLoginPad
-		// Avara has no keepalive, and a stream may be idle: a peer is
-		// given up when data waits unacknowledged for IdleTimeout.
+		// A peer is given up when data waits unacknowledged, or nothing
+		// arrives, for IdleTimeout; the engine's keepalive Pings (which
+		// the stream ignores) keep an idle stream's peers hearing from
+		// each other.
 		cfg.DeadTimeout = c.IdleTimeout
+		cfg.IdleTimeout = c.IdleTimeout
+		cfg.KeepAlive = c.streamKeepAlive(accept)
 	}
 	if !accept {
 		cfg.Seed = int32(c.random64())

@@ -123,6 +123,16 @@ type Config struct {
 	// so only an application that sends regularly can use it. 0 means
 	// never.
 	IdleTimeout time.Duration
+	// KeepAlive, when positive, queues a Ping (command 31, p3 0: a reliable
+	// message the reference's game layer takes as a poke) once KeepAlive
+	// has passed without a datagram from the peer, at most once per
+	// KeepAlive; and a session with KeepAlive acknowledges a received
+	// poke at once rather than after AckDelay, so that the pinging end
+	// hears back within a round trip and the answering end's timer does
+	// not fire. The UDP layer has no keepalive (docs/protocols/avara.md
+	// §3.5): 0, the default, sends none. Pokes are delivered by Recv as
+	// any message.
+	KeepAlive time.Duration
 	// Linger bounds StateClosing; default DefaultLinger (20 s).
 	Linger time.Duration
 	// MaxQueued bounds the messages accepted by Send and not yet
@@ -165,7 +175,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Cram %d above %d", errConfig, c.Cram, MaxCram)
 	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MaxDatagram:
 		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MaxDatagram)
-	case c.AckDelay < 0 || c.RTOMin < 0 || c.DeadTimeout < 0 || c.Linger < 0 || c.IdleTimeout < 0:
+	case c.AckDelay < 0 || c.RTOMin < 0 || c.DeadTimeout < 0 || c.Linger < 0 || c.IdleTimeout < 0 || c.KeepAlive < 0:
 		return c, fmt.Errorf("%w: negative timer", errConfig)
 	case c.LoginPad < 0 || c.LoginPad > MaxData:
 		return c, fmt.Errorf("%w: LoginPad %d outside 0..%d", errConfig, c.LoginPad, MaxData)

@@ -95,8 +95,11 @@
 //     comes from the root package's stream seal.
 //   - Timeouts: Config.DeadTimeout (120 s) ends a session whose oldest
 //     unacknowledged message waited that long with nothing acknowledged
-//     (engine.ErrRetransmitLimit), as the reference. There is no
-//     keepalive (§3.5); Config.IdleTimeout is off by default.
+//     (engine.ErrRetransmitLimit), as the reference. The UDP layer has
+//     no keepalive (§3.5); Config.KeepAlive adds one for peers running
+//     this package (rudp streams): a poke (Ping, command 31, p3 0) after
+//     KeepAlive without hearing from the peer, acknowledged at once.
+//     Config.IdleTimeout is off by default.
 //
 // # Bounds
 //

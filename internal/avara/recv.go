@@ -210,6 +210,9 @@ func (s *Session) receive(now time.Time, m *Message) {
 	if !s.owe {
 		s.owe, s.oweSince = true, now
 	}
+	if s.cfg.KeepAlive > 0 && m.Command == CommandPing && m.P3 == 0 {
+		s.oweSince = now.Add(-s.cfg.AckDelay) // a keepalive: answered at once
+	}
 	if s.loggedOut {
 		return
 	}

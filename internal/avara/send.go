@@ -45,6 +45,10 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	}
 	s.detectLosses(now)
 	s.updateCC(now, 0)
+	if at, ok := s.pokeAt(); ok && !now.Before(at) {
+		s.ctl = append(s.ctl, &outMsg{transport: true, params: engine.Params{Command: CommandPing}})
+		s.lastPoke = now
+	}
 	n := s.transmit(now, buf)
 	if n > 0 {
 		s.stats.PacketsSent++
@@ -57,6 +61,20 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		}
 	}
 	return n
+}
+
+// pokeAt returns when the next keepalive Ping is due (Config.KeepAlive):
+// KeepAlive after the later of the last datagram from the peer and the
+// last Ping, once established.
+func (s *Session) pokeAt() (time.Time, bool) {
+	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
+		return time.Time{}, false
+	}
+	last := s.lastRecv
+	if s.lastPoke.After(last) {
+		last = s.lastPoke
+	}
+	return last.Add(s.cfg.KeepAlive), true
 }
 
 // detectLosses tells the controller that the datagrams whose messages'

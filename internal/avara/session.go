@@ -85,6 +85,7 @@ type Session struct {
 	err   error
 
 	now, created, lastRecv time.Time
+	lastPoke               time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
 
 	// Identities (docs/protocols/avara.md §3.1).
 	id       int8  // our player id: 0 on a server, from the TOC on a client (−1 before)

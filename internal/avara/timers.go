@@ -101,6 +101,7 @@ func (s *Session) Deadline() time.Time {
 	}
 	earliest(s.endAt())
 	earliest(s.ackDue())
+	earliest(s.pokeAt())
 	if t, ok := s.dueAt(); ok {
 		if t.After(s.now) {
 			earliest(t, true)

@@ -101,3 +101,40 @@ func TestControllerLearnsRTT(t *testing.T) {
 	require.LessOrEqual(t, st.MinRTT, 12*ms)
 	require.Greater(t, st.Cwnd, initial)
 }
+
+// TestKeepAlivePoke: with Config.KeepAlive, an idle client pokes (Ping,
+// command 31, p3 0) once per KeepAlive without hearing from the server,
+// and the server, whose own KeepAlive is longer, acknowledges each poke at
+// once and never pokes: one exchange per interval. Without KeepAlive
+// nothing is sent.
+func TestKeepAlivePoke(t *testing.T) {
+	const intervals = 20
+	p := established(t, Config{})
+	p.A.cfg.KeepAlive, p.B.cfg.KeepAlive = time.Second, 2*time.Second
+	p.Advance(p.Now.Add(time.Second))
+	drain(p.B)
+	a, b := p.A.Stats().PacketsSent, p.B.Stats().PacketsSent
+	var pokes int
+	for range intervals {
+		p.Advance(p.Now.Add(time.Second))
+		for {
+			m, ok := p.B.Recv()
+			if !ok {
+				break
+			}
+			require.Equal(t, engine.Params{Command: CommandPing}, m.Params)
+			pokes++
+		}
+	}
+	require.InDelta(t, intervals, p.A.Stats().PacketsSent-a, 1, "one poke per interval")
+	require.InDelta(t, intervals, p.B.Stats().PacketsSent-b, 1, "one acknowledgement per poke, no poke")
+	require.InDelta(t, intervals, pokes, 1)
+	require.Equal(t, engine.StateEstablished, p.A.State())
+
+	q := established(t, Config{})
+	q.Advance(q.Now.Add(time.Second)) // the handshake's last acknowledgements
+	a, b = q.A.Stats().PacketsSent, q.B.Stats().PacketsSent
+	q.Advance(q.Now.Add(intervals * time.Second))
+	require.Equal(t, a, q.A.Stats().PacketsSent, "no keepalive by default")
+	require.Equal(t, b, q.B.Stats().PacketsSent)
+}
