@@ -338,6 +338,7 @@ func (s *Session) Trim() {
 	if len(s.flight) == 0 {
 		s.flight = nil
 	}
+	s.cc.Trim()
 }
 
 // fail ends the session with err.

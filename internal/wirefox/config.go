@@ -132,11 +132,12 @@ type Config struct {
 	// the reference) when 0; negative means unlimited (IdleTimeout ends a
 	// dead session).
 	SendLimit int
-	// KeepAlive: after this long without sending anything the session
-	// sends a keepalive, an unreliable packet of the unused command PONG
-	// (1) on channel 0, sent once, whose datagram the peer acknowledges;
-	// default
-	// DefaultKeepAlive, negative for none.
+	// KeepAlive: after this long without a datagram from the peer (and
+	// at most once per KeepAlive) the session sends a keepalive, an
+	// unreliable packet of the unused command PONG (1) on channel 0, sent
+	// once, whose datagram the peer acknowledges; a session with a
+	// KeepAlive acknowledges a keepalive at once rather than after 10 ms.
+	// Default DefaultKeepAlive, negative for none.
 	KeepAlive time.Duration
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
 	// long without an accepted datagram; default DefaultIdleTimeout,

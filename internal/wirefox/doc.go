@@ -78,7 +78,7 @@
 //     are not delivered (DISCONNECT_REQUEST closes, the others are
 //     dropped).
 //   - Keepalive and idle timeout: the reference has neither (§3.7). After
-//     Config.KeepAlive without sending, the session sends an unreliable
+//     Config.KeepAlive without hearing from the peer, the session sends an unreliable
 //     packet of the unused command PONG (1) on channel 0, sent once: to
 //     the reference an internal command it drops, in a data datagram
 //     whose ACK it sends (§3.3), so that a silent peer still answers.

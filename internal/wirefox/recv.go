@@ -166,7 +166,11 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	s.dgHist.add(d.ID)
 	if d.Flags&FlagDAT != 0 && len(s.owedAcks) < maxOwedAcks {
 		s.owe(&s.owedAcks, d.ID)
+		if s.pongIn && s.cfg.KeepAlive > 0 {
+			s.owedSince = s.now.Add(-ackDelay) // a keepalive: answered at once
+		}
 	}
+	s.pongIn = false
 	return nil
 }
 
@@ -281,6 +285,8 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 		refused = s.reassemble(p)
 	} else if cmd := p.Body[0]; cmd >= CmdUser {
 		refused = s.deliver(p.Channel, p.Seq, p.Options, append([]byte(nil), p.Body...))
+	} else if cmd == CmdPong {
+		s.pongIn = true
 	} else if cmd == CmdDisconnectRequest {
 		if !s.challenged(now, engine.ChallengeClose) {
 			return true // the peer sends it again; taken once the challenge runs out
@@ -320,6 +326,9 @@ func (s *Session) reassemble(p *Packet) bool {
 			return true
 		}
 		r = &reassembly{ch: p.Channel, seq: p.Seq, opts: p.Options, segs: make(map[uint32]Packet), last: -1}
+		if s.reasm == nil {
+			s.reasm = make(map[uint32]*reassembly) // freed by Trim
+		}
 		s.reasm[p.Container] = r
 	}
 	if _, dup := r.segs[p.Index]; dup {

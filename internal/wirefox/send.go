@@ -167,10 +167,25 @@ func (s *Session) timers(now time.Time) {
 		m := &outMsg{blob: []byte{CmdDisconnectRequest}, opts: OptReliable, internal: true}
 		s.queue(m)
 	}
-	if s.cfg.KeepAlive > 0 && s.state == engine.StateEstablished && !now.Before(s.lastSend.Add(s.cfg.KeepAlive)) {
+	if at, ok := s.keepAliveAt(); ok && !now.Before(at) {
 		s.queue(&outMsg{blob: []byte{CmdPong}, internal: true}) // unreliable: sent once
-		s.lastSend = now
+		s.lastPong = now
 	}
+}
+
+// keepAliveAt returns when the next keepalive is due once established:
+// Config.KeepAlive after the later of the last datagram from the peer and
+// the last keepalive, so that an end that hears from its peer never sends
+// one (the peer's keepalives, answered at once, keep both alive).
+func (s *Session) keepAliveAt() (time.Time, bool) {
+	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
+		return time.Time{}, false
+	}
+	last := s.lastRecv
+	if s.lastPong.After(last) {
+		last = s.lastPong
+	}
+	return last.Add(s.cfg.KeepAlive), true
 }
 
 // timeoutAt is when packet p, in flight, is resent by timeout: the
@@ -393,6 +408,9 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 	wire := len(b) + s.cfg.MaxDatagram - s.maxPlain()
 	if rec != nil {
 		s.cc.OnSent(now, &rec.cc, wire, resend)
+		if s.dgrams == nil {
+			s.dgrams = make(map[uint32]*sentDgram) // freed by Trim
+		}
 		s.dgrams[id] = rec
 		s.dgOrder.Push(id)
 	} else {

@@ -126,6 +126,8 @@ type Session struct {
 	failAfter  error // set: fail once the out-of-band blobs are out
 	lastSend   time.Time
 	lastRecv   time.Time
+	lastPong   time.Time // when the last keepalive was queued
+	pongIn     bool      // the datagram being taken carries a keepalive
 	closeAt    time.Time
 	discSent   bool // DISCONNECT_REQUEST queued
 	peerClosed bool // DISCONNECT_REQUEST taken: DISCONNECT_ACK due, then closed
@@ -228,8 +230,6 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		listed:   make([]bool, n),
 		rxNext:   make([]uint32, n),
 		held:     make([]map[uint32]heldMsg, n),
-		dgrams:   make(map[uint32]*sentDgram),
-		reasm:    make(map[uint32]*reassembly),
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
@@ -399,9 +399,10 @@ func (s *Session) Capabilities() engine.Capabilities {
 	}
 }
 
-// Trim frees the empty queues and histories' slack kept for traffic, and
-// the duplicate histories' bitmaps (8 KiB each) where every ID they cover
-// counts as seen (see history.trim).
+// Trim frees the empty queues and histories' slack kept for traffic, the
+// duplicate histories' bitmaps (8 KiB each) where every ID they cover
+// counts as seen (see history.trim), the empty maps and the congestion
+// controller's model.
 func (s *Session) Trim() {
 	s.dgHist.trim(true)
 	s.pktHist.trim(false)
@@ -413,6 +414,20 @@ func (s *Session) Trim() {
 	s.recv.Trim()
 	s.pkts = nil
 	s.prevAcks, s.ackScratch = nil, nil
+	s.cc.Trim()
+	// Maps keep the buckets a transfer grew: empty ones are made again
+	// when needed.
+	if len(s.dgrams) == 0 {
+		s.dgrams = nil
+	}
+	if len(s.reasm) == 0 {
+		s.reasm = nil
+	}
+	for i, h := range s.held {
+		if len(h) == 0 {
+			s.held[i] = nil
+		}
+	}
 }
 
 // fail ends the session with err.

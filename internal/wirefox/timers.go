@@ -50,6 +50,6 @@ func (s *Session) Deadline() time.Time {
 	if s.dgOrder.Len() > 0 {
 		earliest(s.cc.LostAt(&s.dgrams[*s.dgOrder.Front()].cc, s.smoothed()))
 	}
-	earliest(s.lastSend.Add(s.cfg.KeepAlive), s.cfg.KeepAlive > 0 && s.state == engine.StateEstablished)
+	earliest(s.keepAliveAt())
 	return d
 }
