@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -155,7 +156,7 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
-	rtts      [rttSamples]time.Duration
+	rtts      [rttSamples]int32 // microseconds, saturated
 	nrtt      int
 	lastRTT   time.Duration
 	pending   int
@@ -404,6 +405,9 @@ func (s *Session) Capabilities() engine.Capabilities {
 // counts as seen (see history.trim), the empty maps and the congestion
 // controller's model.
 func (s *Session) Trim() {
+	if s.unackedN == 0 {
+		s.byID = engine.FIFO[*outPkt]{} // only acknowledged packets, popped lazily
+	}
 	s.dgHist.trim(true)
 	s.pktHist.trim(false)
 	for i := range s.txq {
@@ -442,11 +446,12 @@ func (s *Session) rttStats() (avg, lo, hi time.Duration) {
 	if n == 0 {
 		return 0, 0, 0
 	}
-	lo, hi = s.rtts[0], s.rtts[0]
+	us := func(r int32) time.Duration { return time.Duration(r) * time.Microsecond }
+	lo, hi = us(s.rtts[0]), us(s.rtts[0])
 	var sum time.Duration
 	for _, r := range s.rtts[:n] {
-		sum += r
-		lo, hi = min(lo, r), max(hi, r)
+		sum += us(r)
+		lo, hi = min(lo, us(r)), max(hi, us(r))
 	}
 	return sum / time.Duration(n), lo, hi
 }
@@ -463,7 +468,7 @@ func (s *Session) rto() time.Duration {
 
 // sample takes an RTT sample.
 func (s *Session) sample(rtt time.Duration) {
-	s.rtts[s.nrtt%rttSamples] = rtt
+	s.rtts[s.nrtt%rttSamples] = int32(min(rtt/time.Microsecond, math.MaxInt32))
 	s.nrtt++
 	s.lastRTT = rtt
 }
