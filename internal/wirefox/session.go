@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -156,7 +155,7 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
-	rtts      [rttSamples]int32 // microseconds, saturated
+	rtts      [rttSamples]time.Duration
 	nrtt      int
 	lastRTT   time.Duration
 	pending   int
@@ -446,12 +445,11 @@ func (s *Session) rttStats() (avg, lo, hi time.Duration) {
 	if n == 0 {
 		return 0, 0, 0
 	}
-	us := func(r int32) time.Duration { return time.Duration(r) * time.Microsecond }
-	lo, hi = us(s.rtts[0]), us(s.rtts[0])
+	lo, hi = s.rtts[0], s.rtts[0]
 	var sum time.Duration
 	for _, r := range s.rtts[:n] {
-		sum += us(r)
-		lo, hi = min(lo, us(r)), max(hi, us(r))
+		sum += r
+		lo, hi = min(lo, r), max(hi, r)
 	}
 	return sum / time.Duration(n), lo, hi
 }
@@ -468,7 +466,7 @@ func (s *Session) rto() time.Duration {
 
 // sample takes an RTT sample.
 func (s *Session) sample(rtt time.Duration) {
-	s.rtts[s.nrtt%rttSamples] = int32(min(rtt/time.Microsecond, math.MaxInt32))
+	s.rtts[s.nrtt%rttSamples] = rtt
 	s.nrtt++
 	s.lastRTT = rtt
 }
