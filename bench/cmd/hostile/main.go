@@ -7,7 +7,7 @@
 // streams' clients run in a child process, so that the listener's
 // process holds only the listener's side.
 //
-//	go run ./cmd/hostile [-protocols porous,airhook,lludp] [-phases flood,dial,idle]
+//	go run ./cmd/hostile [-protocols porous,airhook,lludp,wirefox,avara] [-phases flood,dial,idle]
 //	    [-sources 20000] [-rate 1000] [-idle 10000] [-window 30s]
 //	    [-keepalive d] [-heapprofile file] [-cpuprofile file]
 package main
@@ -42,7 +42,7 @@ var (
 )
 
 func main() {
-	protocols := flag.String("protocols", "porous,airhook,lludp", "protocols to attack, comma-separated")
+	protocols := flag.String("protocols", "porous,airhook,lludp,wirefox,avara", "protocols to attack, comma-separated")
 	phases := flag.String("phases", "flood,dial,idle", "phases to run, comma-separated: flood (blind sources), dial (a dial during a flood), idle (idle streams)")
 	sources := flag.Int("sources", 20000, "blind sources, one opening each")
 	rate := flag.Int("rate", 1000, "openings per second during the legitimate dial")
