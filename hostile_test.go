@@ -594,15 +594,20 @@ func TestHostileMutation(t *testing.T) {
 // TestHostileIdleCost: 1,000 idle streams, and the heap each costs the
 // listener's process once idle (receive and send buffers, the congestion
 // controllers' models and the handshake timers freed); the clients run in
-// a child process. The bound is the target, 4 KiB a stream, which
-// bench/cmd/hostile checks at 10,000.
+// a child process. The figure is 1.4–3.9 KB on a quiet run, but other
+// tests' conns that end while it is measured move the process's heap by
+// up to about 4 KB a stream (5.9 KB was seen once for Airhook, 2.1 KB
+// typical), so the bound is 8 KiB: it catches buffers or models kept by
+// idle streams (40–56 KiB each before trimming), while the 4 KiB target
+// is checked at 10,000 streams, in a process of their own, by
+// bench/cmd/hostile.
 func TestHostileIdleCost(t *testing.T) {
 	const streams = 1000
 	for _, p := range streamProtocols {
 		t.Run(p.String(), func(t *testing.T) {
 			perStream := idleHeap(t, p, streams)
 			t.Logf("%v: %d bytes of heap per idle stream", p, perStream)
-			require.Less(t, perStream, 4<<10)
+			require.Less(t, perStream, 8<<10)
 		})
 	}
 }
