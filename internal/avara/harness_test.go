@@ -1,7 +1,6 @@
 package avara
 
 import (
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -37,27 +36,15 @@ func openServer(t testing.TB, cfg Config) *Session {
 }
 
 // poll returns the hex of the next datagram s writes at now ("" for none).
-func poll(t testing.TB, s *Session, now time.Time) string {
-	t.Helper()
-	buf := make([]byte, MaxDatagram)
-	n := s.Poll(now, buf)
-	return hex.EncodeToString(buf[:n])
+func poll(_ testing.TB, s *Session, now time.Time) string {
+	return enginetest.PollHex(s, now, MaxDatagram)
 }
 
 // datagram encodes d for version 18.
 func datagram(d Datagram) []byte { return AppendDatagram(nil, &d, DefaultVersion) }
 
 // drain returns the data of the messages s delivered, as strings.
-func drain(s *Session) []string {
-	var out []string
-	for {
-		m, ok := s.Recv()
-		if !ok {
-			return out
-		}
-		out = append(out, string(m.Data))
-	}
-}
+func drain(s *Session) []string { return enginetest.Drain(s) }
 
 // pair is a client A and a server B joined by two links, driven on a
 // virtual clock.

@@ -1,7 +1,6 @@
 package lludp
 
 import (
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -46,24 +45,12 @@ func openServer(t testing.TB, cfgs ...Config) *Session {
 }
 
 // poll returns the hex of the next datagram s writes at now ("" for none).
-func poll(t testing.TB, s *Session, now time.Time) string {
-	t.Helper()
-	buf := make([]byte, DefaultMaxDatagram)
-	n := s.Poll(now, buf)
-	return hex.EncodeToString(buf[:n])
+func poll(_ testing.TB, s *Session, now time.Time) string {
+	return enginetest.PollHex(s, now, DefaultMaxDatagram)
 }
 
 // drain returns the bodies of the messages s delivered, as strings.
-func drain(s *Session) []string {
-	var out []string
-	for {
-		m, ok := s.Recv()
-		if !ok {
-			return out
-		}
-		out = append(out, string(m.Data))
-	}
-}
+func drain(s *Session) []string { return enginetest.Drain(s) }
 
 // encode returns the wire form of p.
 func encode(p Packet) []byte { return AppendPacket(nil, &p) }

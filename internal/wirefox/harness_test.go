@@ -1,7 +1,6 @@
 package wirefox
 
 import (
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -33,24 +32,12 @@ func newSession(t testing.TB, now time.Time, cfg Config) *Session {
 }
 
 // poll returns the hex of the next datagram s writes at now ("" for none).
-func poll(t testing.TB, s *Session, now time.Time) string {
-	t.Helper()
-	buf := make([]byte, MTU)
-	n := s.Poll(now, buf)
-	return hex.EncodeToString(buf[:n])
+func poll(_ testing.TB, s *Session, now time.Time) string {
+	return enginetest.PollHex(s, now, MTU)
 }
 
 // drain returns the blobs s delivered, as strings.
-func drain(s *Session) []string {
-	var out []string
-	for {
-		m, ok := s.Recv()
-		if !ok {
-			return out
-		}
-		out = append(out, string(m.Data))
-	}
-}
+func drain(s *Session) []string { return enginetest.Drain(s) }
 
 type pair = enginetest.Pair[*Session]
 
