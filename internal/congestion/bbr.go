@@ -56,6 +56,13 @@ const (
 	// to congestion (BBRv3's β = 0.7 applied to the overflowing flight;
 	// 0.85 here because the flight already includes the excess).
 	inflightHiBeta = 700
+	// cruiseFloor is the least of the BDP, in thousandths, that a cut
+	// leaves the flight bound at: the probe that lost went above the
+	// path's BDP, and a bound below it idles the link until the additive
+	// increase makes up for it (a second per 10 % of a 5 MB BDP at
+	// 100 ms). It is the share of its bound at which BBRv3 cruises
+	// (draft-ietf-ccwg-bbr-02, BBRHeadroom).
+	cruiseFloor = 850
 	// inflightHiGrowth is how many datagrams a round without congestion
 	// adds to the flight bound per growthRTT of minimum RTT (at least
 	// once): an additive increase, the same for flows of one RTT whatever
@@ -132,6 +139,8 @@ type bbr struct {
 	lastMinRTT  time.Duration // the smallest RTT of the last round with enough samples
 	background  uint64        // loss rate of datagrams not sent while probing, thousandths: mean of the first samples, then EWMA
 	bgSamples   uint64
+	bgLast      [3]uint64 // the last loss rates of datagrams not sent while probing, newest first
+	bgSeen      int       // how many of bgLast are samples
 
 	fullBw    uint64
 	fullCount int
@@ -304,12 +313,18 @@ func (b *bbr) endRound(c *Controller, now time.Time) {
 	b.bySend[b.round%roundSlots] = sendRound{round: b.round}
 	minBytes := lossSample * b.mss
 	if r, ok := b.other.rate(minBytes); ok {
-		// The mean of the first eight samples, then an average with a
-		// weight of 1/8 per sample, so that it is right from the start.
-		b.bgSamples = min(b.bgSamples+1, 8)
-		bg := int64(b.background) + (int64(r)-int64(b.background))/int64(b.bgSamples)
-		b.background = min(uint64(max(bg, 0)), maxBackground)
 		b.other = lossCount{}
+		b.bgLast = [3]uint64{r, b.bgLast[0], b.bgLast[1]}
+		if b.bgSeen = min(b.bgSeen+1, len(b.bgLast)); b.bgSeen == len(b.bgLast) {
+			// The median of the last three samples, so that the round or
+			// two in which a burst overflowed a queue is not read as the
+			// path's random loss; of these, the mean of the first eight,
+			// then an average with a weight of 1/8 per sample, so that it
+			// is right from the start.
+			b.bgSamples = min(b.bgSamples+1, 8)
+			bg := int64(b.background) + (int64(median3(b.bgLast))-int64(b.background))/int64(b.bgSamples)
+			b.background = min(uint64(max(bg, 0)), maxBackground)
+		}
 	}
 	congested := false
 	if r, ok := b.probe.rate(minBytes); ok {
@@ -348,16 +363,27 @@ func (b *bbr) endRound(c *Controller, now time.Time) {
 		level = c.inFlight
 	}
 	b.lostFlight = 0
-	hi := max(int(gain(uint64(level), inflightHiBeta)), MinWindow*b.mss)
+	hi := max(int(gain(uint64(level), inflightHiBeta)), MinWindow*b.mss, b.bdp(cruiseFloor))
+	if b.mode == modeStartup {
+		// Startup's last rounds overshot the path by up to its gain: the
+		// bound is at least the BDP its bandwidth estimate shows
+		// (draft-ietf-ccwg-bbr-02, BBRCheckStartupHighLoss), and
+		// the rounds still to be judged, sent during the same overshoot,
+		// are not judged again.
+		hi = max(hi, b.bdp(gainUnit))
+		for i := range b.bySend {
+			b.bySend[i] = sendRound{}
+		}
+		b.bySend[b.round%roundSlots] = sendRound{round: b.round}
+		b.queue = lossCount{}
+		b.filled = true
+	}
 	if b.inflightHi == 0 || hi < b.inflightHi {
 		b.inflightHi = hi
 	}
 	c.events++
 	c.log.Debug("congestion: loss is congestion", "state", modeNames[b.mode],
 		"background_loss", b.background, "inflight_hi", b.inflightHi, "min_rtt", b.minRtt)
-	if b.mode == modeStartup {
-		b.filled = true
-	}
 	if b.mode == modeProbeBW && probeBWGains[b.phase] > gainUnit {
 		b.setPhase(now, b.phase+1) // stop probing
 	}

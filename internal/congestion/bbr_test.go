@@ -145,3 +145,98 @@ func TestBBRRandomLossKeepsRate(t *testing.T) {
 	require.GreaterOrEqual(t, st.Cwnd, cwnd)
 	require.Equal(t, uint64(100*mss*100), st.Bandwidth, "95 delivered of 100 sent, corrected by the 5 % background loss")
 }
+
+// lossyRound sends n datagrams at now and, one rtt later, declares every
+// lostEvery-th of them lost (none when lostEvery is 0) and acknowledges
+// the others, in one event; it returns the ack time.
+func lossyRound(c *Controller, n, lostEvery int, now time.Time, rtt time.Duration) time.Time {
+	ps := make([]Packet, n)
+	for i := range ps {
+		c.OnSent(now, &ps[i], mss, false)
+	}
+	at := now.Add(rtt)
+	for i := range ps {
+		if lostEvery > 0 && i%lostEvery == lostEvery-1 {
+			c.OnLost(at, &ps[i])
+		} else {
+			c.OnAcked(at, &ps[i])
+		}
+	}
+	c.Update(at, RTT{Latest: rtt, Smoothed: rtt, RTO: 3 * rtt})
+	return at
+}
+
+// TestBBRBackgroundIgnoresBurst: one round that loses half its datagrams
+// (a burst overflowing a queue) among rounds losing 5 % at random does not
+// move the background loss rate, which takes the median of the last
+// three samples: the bandwidth estimate, corrected by it, stays exact.
+func TestBBRBackgroundIgnoresBurst(t *testing.T) {
+	c := New(epoch, Config{MaxDatagram: mss})
+	now := epoch
+	for range 4 {
+		now = roundTrip(c, 100, now, 10*time.Millisecond)
+	}
+	burst := false
+	for i := range 30 {
+		lostEvery := 20
+		if st := c.Stats(); i >= 10 && !burst && st.Pacing == st.Bandwidth {
+			lostEvery, burst = 2, true // a round sent while cruising
+		}
+		now = lossyRound(c, 100, lostEvery, now, 10*time.Millisecond)
+	}
+	require.True(t, burst)
+	st := c.Stats()
+	require.Zero(t, st.Events, "loss of datagrams not sent while probing is not congestion")
+	require.Equal(t, uint64(100*mss*100), st.Bandwidth, "95 delivered of 100 sent, corrected by the 5 % background loss")
+}
+
+// TestBBRStartupLossBound: Startup ends when its rounds lose more than
+// StartupLossThreshold; the flight bound it sets is at least the BDP the
+// model shows (draft-ietf-ccwg-bbr-02, BBRCheckStartupHighLoss), and the later rounds of
+// the same overshoot, judged after it, are not a second congestion event.
+func TestBBRStartupLossBound(t *testing.T) {
+	c := New(epoch, Config{MaxDatagram: mss})
+	now := epoch
+	for n := 10; n <= 160; n *= 2 {
+		now = roundTrip(c, n, now, 10*time.Millisecond)
+	}
+	require.Equal(t, "startup", c.Stats().State)
+	for range 3 {
+		now = lossyRound(c, 320, 5, now, 10*time.Millisecond) // 20 % lost
+	}
+	for range 3 {
+		now = roundTrip(c, 100, now, 10*time.Millisecond)
+	}
+	st := c.Stats()
+	require.NotEqual(t, "startup", st.State)
+	require.Equal(t, uint64(1), st.Events, "one overshoot, one congestion event")
+	bdp := int(st.Bandwidth * uint64(st.MinRTT) / uint64(time.Second))
+	require.GreaterOrEqual(t, st.Cwnd, bdp)
+	t.Logf("%+v, BDP %d", st, bdp)
+}
+
+// TestBBRProbeLossFloor: a probe that loses more than the background plus
+// LossThreshold is congestion, and the flight bound is cut to 0.7 times
+// the flight that lost, but not below 85 % of the BDP: here the probe
+// sent one BDP, and the bound is 0.85 BDP rather than 0.7.
+func TestBBRProbeLossFloor(t *testing.T) {
+	c := New(epoch, Config{MaxDatagram: mss})
+	now := epoch
+	for range 4 {
+		now = roundTrip(c, 100, now, 10*time.Millisecond)
+	}
+	bw := c.Stats().Bandwidth
+	for range 20 {
+		lostEvery := 0
+		if c.Stats().Pacing > bw {
+			lostEvery = 10 // the probe loses 10 %
+		}
+		now = lossyRound(c, 100, lostEvery, now, 10*time.Millisecond)
+		if c.Stats().Events > 0 {
+			break
+		}
+	}
+	st := c.Stats()
+	require.Equal(t, uint64(1), st.Events)
+	require.Equal(t, 100*mss*850/1000, st.Cwnd, "0.85 × 1,472,000 B/s × 10 ms")
+}

@@ -39,14 +39,18 @@
 // later, once all of them are resolved. The datagrams sent at a gain of
 // at most 1 give the background loss rate: loss the path shows whatever
 // the rate, which the bandwidth estimate corrects for instead of decaying
-// by it. Loss is congestion when the datagrams sent while probing lose
-// more than the background plus LossThreshold (2 %, BBRv3's threshold),
-// or when datagrams are lost while the previous round's smallest RTT
-// shows a standing queue. Congestion bounds the flight at 0.7 times the
-// level that lost and ends Startup or the probe; each round without
-// congestion raises the bound by four datagrams per 10 ms of minimum RTT
-// (additive increase, so that flows sharing a bottleneck converge to
-// equal shares). Random loss
+// by it. It averages the median of the last three samples, so that the
+// round or two in which a burst overflowed a queue does not count as
+// random loss (and inflate the bandwidth estimate). Loss is congestion
+// when the datagrams sent while probing lose more than the background
+// plus LossThreshold (2 %, BBRv3's threshold), or when datagrams are lost
+// while the previous round's smallest RTT shows a standing queue.
+// Congestion bounds the flight at 0.7 times the level that lost, but not
+// below 85 % of the BDP (ending Startup, at least the BDP; the overshoot's
+// later rounds are not judged again), and ends Startup or the probe; each
+// round without congestion raises the bound by four datagrams per 10 ms
+// of minimum RTT (additive increase, so that flows sharing a bottleneck
+// converge to equal shares). Random loss
 // on an uncongested path therefore does not lower the rate, and loss at
 // an overflowing queue does.
 //

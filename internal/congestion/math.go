@@ -46,3 +46,8 @@ func clampInt(v uint64, lo, hi int) int {
 	}
 	return int(v)
 }
+
+// median3 returns the median of three values.
+func median3(v [3]uint64) uint64 {
+	return max(min(v[0], v[1]), min(max(v[0], v[1]), v[2]))
+}
