@@ -78,12 +78,14 @@ type Config struct {
 	RecvWindow int
 
 	// MaxRecvWindow is how far a stream's receive window may grow, in
-	// bytes. When the reader keeps up with a sender that the window holds
-	// back (it consumes the window in under about two round trips), the
-	// window doubles, up to MaxRecvWindow, as quic-go tunes its windows;
-	// a slow reader keeps it at RecvWindow, so memory follows use. Default
-	// 16 MiB (a 100 ms path at 160 MB/s); at least RecvWindow, at most
-	// 1 GiB.
+	// bytes. While the reader keeps up, the window grows, once per round
+	// trip, to four round trips of the rate at which the peer's data
+	// arrives (twice that while the rate doubles, as in slow start), up to
+	// MaxRecvWindow: the level at which quic-go's auto-tuning settles,
+	// reached at once. A slow reader keeps it at RecvWindow, so memory
+	// follows use. Default 16 MiB (a 100 ms path at 160 MB/s without loss;
+	// with loss, the data held behind a lost datagram for a round trip
+	// counts too); at least RecvWindow, at most 1 GiB.
 	MaxRecvWindow int
 
 	// SendBuffer is how many bytes a stream's Write may queue beyond what

@@ -90,11 +90,12 @@
 // equal to the bytes consumed by its reader plus its receive window. The
 // HELLO carries the first window (Config.RecvWindow). When the reader has
 // consumed enough that the limit the receiver could advertise exceeds the
-// last one sent by at least a quarter of the window, a WINDOW frame is due.
-// A sender blocked at the limit is therefore always unblocked once the
-// reader consumes what it was sent: then the new limit exceeds the old one
-// by the whole window. The quarter keeps window updates to about four per
-// window of data. No WINDOW is sent once the peer's FIN has been received:
+// last one sent by at least a quarter of the window (at most 1 MiB), a
+// WINDOW frame is due. A sender blocked at the limit is therefore always
+// unblocked once the reader consumes what it was sent: then the new limit
+// exceeds the old one by the whole window. The quarter keeps window
+// updates to about four per window of data; the 1 MiB bound keeps a large
+// window from lagging by megabytes. No WINDOW is sent once the peer's FIN has been received:
 // the peer sends no more data. The window grows, up to
 // Config.MaxRecvWindow, while the reader keeps up with a sender it holds
 // back (see Tune).

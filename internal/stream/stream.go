@@ -54,9 +54,9 @@ type Config struct {
 	// to the peer: how many bytes the peer may send past those the local
 	// reader has consumed. 1 to MaxBuffer; 0 selects DefaultRecvWindow.
 	RecvWindow int
-	// MaxRecvWindow is how far the receive window may grow, in bytes: when
-	// the reader keeps up with a sender that the window holds back, the
-	// window doubles, up to MaxRecvWindow (see Tune). 0, or a value below
+	// MaxRecvWindow is how far the receive window may grow, in bytes: while
+	// the reader keeps up, the window follows the rate at which the peer's
+	// data arrives, up to MaxRecvWindow (see Tune and autoTune). 0, or a value below
 	// RecvWindow, keeps the window at RecvWindow; at most MaxBuffer.
 	MaxRecvWindow int
 	// SendBuffer is how many bytes accepted by Write and not yet framed
@@ -97,11 +97,12 @@ type Stream struct {
 	recvWindow uint64 // the current receive window
 	maxWindow  uint64 // Config.MaxRecvWindow
 	// Auto-tuning (see Tune): the clock and RTT the caller gave, and the
-	// epoch over which the reader's pace is measured.
+	// epoch over which the peer's pace is measured.
 	now        time.Time
 	rtt        time.Duration
 	epochAt    time.Time
-	epochOff   uint64
+	epochEnd   uint64  // maxEnd at epochAt
+	epochRate  float64 // bytes/s arriving over the previous epoch
 	sendBuffer int
 	threshold  uint64 // limit increase that makes a WINDOW due
 	ordered    bool
@@ -168,7 +169,7 @@ func New(cfg Config) *Stream {
 		recvWindow: uint64(cfg.RecvWindow),
 		maxWindow:  uint64(max(cfg.RecvWindow, cfg.MaxRecvWindow)),
 		sendBuffer: cfg.SendBuffer,
-		threshold:  max(1, uint64(cfg.RecvWindow)/4),
+		threshold:  windowStep(uint64(cfg.RecvWindow)),
 		ordered:    cfg.Ordered,
 	}
 }
@@ -339,7 +340,6 @@ func (s *Stream) NextFrame(buf []byte) int {
 		s.rstPending, s.rstSent = false, true
 		return putRst(buf, s.rstCode, s.sendStart+s.sendOff)
 	case kindWindow:
-		s.autoTune()
 		s.advertised = s.readOff + s.recvWindow
 		return putValue(buf, typeWindow, s.peerStart+s.advertised)
 	case kindData:
@@ -376,35 +376,64 @@ func (s *Stream) Trim() {
 // Tune gives the stream the time and the path's round-trip time, which
 // auto-tuning of the receive window needs; call it before NextFrame. A
 // stream that is never given an RTT keeps its window at RecvWindow.
-func (s *Stream) Tune(now time.Time, rtt time.Duration) { s.now, s.rtt = now, rtt }
+func (s *Stream) Tune(now time.Time, rtt time.Duration) {
+	s.now, s.rtt = now, rtt
+	s.autoTune()
+}
 
 // RecvWindow is the current receive window in bytes.
 func (s *Stream) RecvWindow() int { return int(s.recvWindow) }
 
-// autoTune runs when a WINDOW update is due: if the reader consumed more
-// than half the window since the last update that started an epoch, in
-// less than 4 RTTs times the fraction of the window consumed (as quickly
-// as a sender limited by the window delivers it), the window, not the
-// reader, limits the sender, and it doubles, up to MaxRecvWindow. This is
-// how quic-go tunes its flow-control windows (internal/flowcontrol,
-// base_flow_controller.go, maybeAdjustWindowSize, at v0.65.0).
+// autoTune runs at each Tune. Over spans of at least an RTT it measures
+// the rate at which the peer's bytes arrive and, while the reader keeps up
+// (it has read all but a quarter window of the bytes received in order),
+// grows the window to four RTTs of that rate, times the rate's growth
+// since the previous span (at most 2: a sender in slow start doubles per
+// RTT, and the window must be ahead of it by the time the peer learns of
+// it), up to MaxRecvWindow. A slow reader, not keeping up, keeps the
+// window at RecvWindow. Four RTTs of the rate is where quic-go's
+// auto-tuning settles (internal/flowcontrol, base_flow_controller.go,
+// maybeAdjustWindowSize, at v0.65.0: it doubles the window while a window
+// lasts under four RTTs), and scaling by the rate's growth is what Linux
+// does for a sender in slow start (net/ipv4/tcp_input.c,
+// tcp_rcv_space_adjust, at v6.12). Reaching that level in one step rather
+// than doubling once per epoch keeps a 100 ms path from being held by the
+// window while it ramps up; measuring arrivals rather than reads keeps a
+// loss that holds the reader back from lowering the measured rate.
 func (s *Stream) autoTune() {
 	if s.rtt <= 0 || s.recvWindow >= s.maxWindow {
 		return
 	}
-	read := s.readOff - s.epochOff
-	if !s.epochAt.IsZero() && read > s.recvWindow/2 {
-		elapsed := s.now.Sub(s.epochAt)
-		fraction := float64(read) / float64(s.recvWindow)
-		if elapsed < time.Duration(4*fraction*float64(s.rtt)) {
-			s.recvWindow = min(2*s.recvWindow, s.maxWindow)
-			s.threshold = max(1, s.recvWindow/4)
-		}
+	if s.epochAt.IsZero() {
+		s.epochAt, s.epochEnd = s.now, s.maxEnd
+		return
 	}
-	if s.epochAt.IsZero() || read > s.recvWindow/2 {
-		s.epochAt, s.epochOff = s.now, s.readOff
+	elapsed := s.now.Sub(s.epochAt)
+	if elapsed < s.rtt || s.recvNext-s.readOff > s.recvWindow/4 {
+		return // too short to measure, or the reader is behind: the span goes on
 	}
+	rate := float64(s.maxEnd-s.epochEnd) / elapsed.Seconds()
+	growth := 1.0
+	if s.epochRate > 0 {
+		growth = min(max(rate/s.epochRate, 1), 2)
+	}
+	if want := uint64(4 * growth * rate * s.rtt.Seconds()); want > s.recvWindow {
+		s.recvWindow = min(want, s.maxWindow)
+		s.threshold = windowStep(s.recvWindow)
+	}
+	s.epochAt, s.epochEnd, s.epochRate = s.now, s.maxEnd, rate
 }
+
+// maxWindowStep bounds how far the reader may get ahead of the limit last
+// advertised before a WINDOW is due, in bytes.
+const maxWindowStep = 1 << 20
+
+// windowStep is the increase of the limit that makes a WINDOW due with
+// window w: a quarter of it, at most maxWindowStep, so that a large
+// window is not a quarter short on average (a 16 MiB window on a 100 ms
+// path, with a round trip of data held behind each loss, needs every
+// MiB of it).
+func windowStep(w uint64) uint64 { return max(1, min(w/4, maxWindowStep)) }
 
 // HandleFrame processes one frame from the peer; f is not retained.
 //

@@ -11,6 +11,13 @@ import (
 // and reading at b at once, advancing the clock by step per exchange of
 // frames; b tunes its window with rtt. It returns b's window at the end.
 func transferAt(t *testing.T, total int, step, rtt time.Duration) int {
+	w, _ := transferSteps(t, total, step, rtt)
+	return w
+}
+
+// transferSteps is transferAt that also returns how many exchanges of
+// frames passed before b's window reached MaxRecvWindow (-1: never).
+func transferSteps(t *testing.T, total int, step, rtt time.Duration) (window, steps int) {
 	cfg := Config{MaxFrame: 1024, RecvWindow: 64 << 10, MaxRecvWindow: 1 << 20, SendBuffer: 16 << 20}
 	a, b := New(cfg), New(cfg)
 	buf := make([]byte, 1024)
@@ -18,8 +25,8 @@ func transferAt(t *testing.T, total int, step, rtt time.Duration) int {
 	now := time.Unix(1_000_000, 0)
 	src := make([]byte, total)
 	require.Equal(t, total, a.Write(src))
-	got := 0
-	for range 100_000 {
+	got, steps := 0, -1
+	for i := range 100_000 {
 		b.Tune(now, rtt)
 		for n := a.NextFrame(buf); n > 0; n = a.NextFrame(buf) {
 			require.NoError(t, b.HandleFrame(buf[:n]))
@@ -30,13 +37,16 @@ func transferAt(t *testing.T, total int, step, rtt time.Duration) int {
 		for n := b.NextFrame(buf); n > 0; n = b.NextFrame(buf) {
 			require.NoError(t, a.HandleFrame(buf[:n]))
 		}
+		if steps < 0 && b.RecvWindow() == cfg.MaxRecvWindow {
+			steps = i
+		}
 		if got == total {
-			return b.RecvWindow()
+			return b.RecvWindow(), steps
 		}
 		now = now.Add(step)
 	}
 	t.Fatalf("transfer stalled at %d of %d bytes", got, total)
-	return 0
+	return 0, 0
 }
 
 // TestAutoTuneGrows: a reader that keeps up with a sender held back by
@@ -44,6 +54,16 @@ func transferAt(t *testing.T, total int, step, rtt time.Duration) int {
 // window up to MaxRecvWindow.
 func TestAutoTuneGrows(t *testing.T) {
 	require.Equal(t, 1<<20, transferAt(t, 16<<20, 20*time.Millisecond, 20*time.Millisecond))
+}
+
+// TestAutoTuneAheadOfSlowStart: a sender held back by the window delivers
+// a window per round trip; the window grows to four round trips of that
+// rate, up to twice that while the rate grows, at each round trip: from
+// 64 KiB to 1 MiB in four exchanges (doubling while a window lasts under
+// four round trips took five).
+func TestAutoTuneAheadOfSlowStart(t *testing.T) {
+	_, steps := transferSteps(t, 16<<20, 20*time.Millisecond, 20*time.Millisecond)
+	require.Equal(t, 4, steps)
 }
 
 // TestAutoTuneSlowReader: when the window is consumed slowly (far more
@@ -55,4 +75,31 @@ func TestAutoTuneSlowReader(t *testing.T) {
 // TestAutoTuneNeedsRTT: without an RTT the window never grows.
 func TestAutoTuneNeedsRTT(t *testing.T) {
 	require.Equal(t, 64<<10, transferAt(t, 4<<20, 20*time.Millisecond, 0))
+}
+
+// TestWindowStepBounded: with a window of 8 MiB a WINDOW is due once the
+// reader has consumed 1 MiB (maxWindowStep), not a quarter of the window.
+func TestWindowStepBounded(t *testing.T) {
+	cfg := Config{MaxFrame: 1024, RecvWindow: 8 << 20, SendBuffer: 4 << 20}
+	a, b := New(cfg), New(cfg)
+	buf := make([]byte, 1024)
+	require.Equal(t, 3<<20, a.Write(make([]byte, 3<<20)))
+	// b's HELLO opens a; a's HELLO and data reach b.
+	for n := b.NextFrame(buf); n > 0; n = b.NextFrame(buf) {
+		require.NoError(t, a.HandleFrame(buf[:n]))
+	}
+	for n := a.NextFrame(buf); n > 0; n = a.NextFrame(buf) {
+		require.NoError(t, b.HandleFrame(buf[:n]))
+	}
+	read := make([]byte, 1<<20-1)
+	k, err := b.Read(read)
+	require.NoError(t, err)
+	require.Equal(t, len(read), k)
+	require.Zero(t, b.NextFrame(buf), "1 MiB - 1 consumed: no WINDOW yet")
+	k, err = b.Read(read[:1])
+	require.NoError(t, err)
+	require.Equal(t, 1, k)
+	n := b.NextFrame(buf)
+	require.NotZero(t, n)
+	require.Equal(t, byte(typeWindow), buf[0])
 }
