@@ -56,13 +56,6 @@ const (
 	// to congestion (BBRv3's β = 0.7 applied to the overflowing flight;
 	// 0.85 here because the flight already includes the excess).
 	inflightHiBeta = 700
-	// cruiseFloor is the least of the BDP, in thousandths, that a cut
-	// leaves the flight bound at: the probe that lost went above the
-	// path's BDP, and a bound below it idles the link until the additive
-	// increase makes up for it (a second per 10 % of a 5 MB BDP at
-	// 100 ms). It is the share of its bound at which BBRv3 cruises
-	// (draft-ietf-ccwg-bbr-02, BBRHeadroom).
-	cruiseFloor = 850
 	// inflightHiGrowth is how many datagrams a round without congestion
 	// adds to the flight bound per growthRTT of minimum RTT (at least
 	// once): an additive increase, the same for flows of one RTT whatever
@@ -363,14 +356,17 @@ func (b *bbr) endRound(c *Controller, now time.Time) {
 		level = c.inFlight
 	}
 	b.lostFlight = 0
-	hi := max(int(gain(uint64(level), inflightHiBeta)), MinWindow*b.mss, b.bdp(cruiseFloor))
+	// The bound is never below the BDP the model shows: the flight that
+	// lost went beyond it (a probe, or Startup's overshoot), and below it
+	// the link idles until the additive increase makes up for it, a
+	// second per 10 % of a 5 MB BDP at 100 ms. BBRv3 likewise keeps
+	// inflight_hi at the flight that lost, and at least 0.7 of its target
+	// (draft-ietf-ccwg-bbr-02, BBRHandleInflightTooHigh), and sets it to
+	// at least the BDP when Startup ends on loss (BBRCheckStartupHighLoss).
+	hi := max(int(gain(uint64(level), inflightHiBeta)), MinWindow*b.mss, b.bdp(gainUnit))
 	if b.mode == modeStartup {
-		// Startup's last rounds overshot the path by up to its gain: the
-		// bound is at least the BDP its bandwidth estimate shows
-		// (draft-ietf-ccwg-bbr-02, BBRCheckStartupHighLoss), and
-		// the rounds still to be judged, sent during the same overshoot,
-		// are not judged again.
-		hi = max(hi, b.bdp(gainUnit))
+		// The rounds still to be judged were sent during the same
+		// overshoot: they are not judged again.
 		for i := range b.bySend {
 			b.bySend[i] = sendRound{}
 		}

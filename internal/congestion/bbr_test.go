@@ -217,8 +217,8 @@ func TestBBRStartupLossBound(t *testing.T) {
 
 // TestBBRProbeLossFloor: a probe that loses more than the background plus
 // LossThreshold is congestion, and the flight bound is cut to 0.7 times
-// the flight that lost, but not below 85 % of the BDP: here the probe
-// sent one BDP, and the bound is 0.85 BDP rather than 0.7.
+// the flight that lost, but not below the BDP: here the probe sent one
+// BDP, and the bound is that BDP rather than 0.7 of it.
 func TestBBRProbeLossFloor(t *testing.T) {
 	c := New(epoch, Config{MaxDatagram: mss})
 	now := epoch
@@ -238,5 +238,5 @@ func TestBBRProbeLossFloor(t *testing.T) {
 	}
 	st := c.Stats()
 	require.Equal(t, uint64(1), st.Events)
-	require.Equal(t, 100*mss*850/1000, st.Cwnd, "0.85 × 1,472,000 B/s × 10 ms")
+	require.Equal(t, 100*mss, st.Cwnd, "1,472,000 B/s × 10 ms")
 }

@@ -46,8 +46,8 @@
 // plus LossThreshold (2 %, BBRv3's threshold), or when datagrams are lost
 // while the previous round's smallest RTT shows a standing queue.
 // Congestion bounds the flight at 0.7 times the level that lost, but not
-// below 85 % of the BDP (ending Startup, at least the BDP; the overshoot's
-// later rounds are not judged again), and ends Startup or the probe; each
+// below the BDP (when it ends Startup, the overshoot's later rounds are
+// not judged again), and ends Startup or the probe; each
 // round without congestion raises the bound by four datagrams per 10 ms
 // of minimum RTT (additive increase, so that flows sharing a bottleneck
 // converge to equal shares). Random loss
