@@ -79,13 +79,13 @@ type Config struct {
 
 	// MaxRecvWindow is how far a stream's receive window may grow, in
 	// bytes. While the reader keeps up, the window grows, once per round
-	// trip, to four round trips of the rate at which the peer's data
+	// trip, to eight round trips of the rate at which the peer's data
 	// arrives (twice that while the rate doubles, as in slow start), up to
-	// MaxRecvWindow: the level at which quic-go's auto-tuning settles,
-	// reached at once. A slow reader keeps it at RecvWindow, so memory
-	// follows use. Default 16 MiB (a 100 ms path at 160 MB/s without loss;
-	// with loss, the data held behind a lost datagram for a round trip
-	// counts too); at least RecvWindow, at most 1 GiB.
+	// MaxRecvWindow; a slow reader keeps it at RecvWindow, so memory
+	// follows use. Default 16 MiB: a 100 ms path at 160 MB/s without
+	// loss; with loss the window also holds what arrives behind a lost
+	// datagram until its resend, about a round trip of data, so at 50 MB/s
+	// on 100 ms it is just enough. At least RecvWindow, at most 1 GiB.
 	MaxRecvWindow int
 
 	// SendBuffer is how many bytes a stream's Write may queue beyond what

@@ -387,19 +387,20 @@ func (s *Stream) RecvWindow() int { return int(s.recvWindow) }
 // autoTune runs at each Tune. Over spans of at least an RTT it measures
 // the rate at which the peer's bytes arrive and, while the reader keeps up
 // (it has read all but a quarter window of the bytes received in order),
-// grows the window to four RTTs of that rate, times the rate's growth
+// grows the window to eight RTTs of that rate, times the rate's growth
 // since the previous span (at most 2: a sender in slow start doubles per
 // RTT, and the window must be ahead of it by the time the peer learns of
 // it), up to MaxRecvWindow. A slow reader, not keeping up, keeps the
-// window at RecvWindow. Four RTTs of the rate is where quic-go's
-// auto-tuning settles (internal/flowcontrol, base_flow_controller.go,
-// maybeAdjustWindowSize, at v0.65.0: it doubles the window while a window
-// lasts under four RTTs), and scaling by the rate's growth is what Linux
-// does for a sender in slow start (net/ipv4/tcp_input.c,
-// tcp_rcv_space_adjust, at v6.12). Reaching that level in one step rather
-// than doubling once per epoch keeps a 100 ms path from being held by the
-// window while it ramps up; measuring arrivals rather than reads keeps a
-// loss that holds the reader back from lowering the measured rate.
+// window at RecvWindow. Eight, where quic-go's auto-tuning settles at
+// four (internal/flowcontrol, base_flow_controller.go,
+// maybeAdjustWindowSize, at v0.65.0), because on a lossy path the window
+// covers more than the data in flight: what arrives behind a lost
+// datagram waits a round trip or more for its resend (an ordered engine
+// holds it, unseen here), and the WINDOW frame takes half a round trip
+// to arrive. With a third of the window in flight, eight RTTs of the rate
+// still grows it faster than slow start. Scaling by the rate's growth is
+// what Linux does for a sender in slow start (net/ipv4/tcp_input.c,
+// tcp_rcv_space_adjust, at v6.12).
 func (s *Stream) autoTune() {
 	if s.rtt <= 0 || s.recvWindow >= s.maxWindow {
 		return
@@ -417,7 +418,7 @@ func (s *Stream) autoTune() {
 	if s.epochRate > 0 {
 		growth = min(max(rate/s.epochRate, 1), 2)
 	}
-	if want := uint64(4 * growth * rate * s.rtt.Seconds()); want > s.recvWindow {
+	if want := uint64(8 * growth * rate * s.rtt.Seconds()); want > s.recvWindow {
 		s.recvWindow = min(want, s.maxWindow)
 		s.threshold = windowStep(s.recvWindow)
 	}
