@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -62,4 +63,52 @@ func TestStreamSteadyStateAllocs(t *testing.T) {
 	t.Logf("%d allocations for %d datagrams", allocs, sent)
 	require.Greater(t, sent, uint64(measured*chunk/1500), "datagrams sent")
 	require.LessOrEqual(t, allocs, sent/40, "allocations for %d datagrams", sent)
+}
+
+// TestRoundTripAllocs counts the allocations of the whole process over
+// 1,000 round trips of 1,000 bytes between stream conns over loopback:
+// each Read blocks until its bytes arrive, and waiting allocates nothing
+// (each wait made a channel). (A frame under half a POROUS fragment gets
+// a reassembly buffer of its own size, not a recycled one.)
+func TestRoundTripAllocs(t *testing.T) {
+	c, s, _ := streamPair(t, nil, links[0])
+	const trips, size = 1000, 1000
+	echoed := make(chan error, 1)
+	go func() {
+		b := make([]byte, size)
+		for range trips + 100 {
+			if _, err := io.ReadFull(s, b); err != nil {
+				echoed <- err
+				return
+			}
+			if _, err := s.Write(b); err != nil {
+				echoed <- err
+				return
+			}
+		}
+		echoed <- nil
+	}()
+	b := make([]byte, size)
+	trip := func(n int) {
+		t.Helper()
+		for i := range n {
+			b[0], b[size-1] = byte(i), byte(i>>8)
+			_, err := c.Write(b)
+			require.NoError(t, err)
+			_, err = io.ReadFull(c, b)
+			require.NoError(t, err)
+			if b[0] != byte(i) || b[size-1] != byte(i>>8) {
+				t.Fatalf("round trip %d came back as %d, %d", i, b[0], b[size-1])
+			}
+		}
+	}
+	trip(100)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	trip(trips)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, <-echoed)
+	allocs := after.Mallocs - before.Mallocs
+	t.Logf("%d allocations for %d round trips", allocs, trips)
+	require.LessOrEqual(t, allocs, uint64(trips/4))
 }
