@@ -18,6 +18,9 @@ import (
 // buffer pools reaching a new high-water mark, as a loss held more
 // packets out of order than any before.
 func TestStreamSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not counted under the race detector")
+	}
 	c, s, _ := streamPair(t, nil, links[0])
 	const chunk, warm, measured = 64 << 10, 512, 256 // bytes, chunks, chunks
 	read := make(chan error)
@@ -71,6 +74,9 @@ func TestStreamSteadyStateAllocs(t *testing.T) {
 // (each wait made a channel). (A frame under half a POROUS fragment gets
 // a reassembly buffer of its own size, not a recycled one.)
 func TestRoundTripAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not counted under the race detector")
+	}
 	c, s, _ := streamPair(t, nil, links[0])
 	const trips, size = 1000, 1000
 	echoed := make(chan error, 1)
