@@ -45,8 +45,8 @@ type assoc struct {
 	up      upper
 	timer   *time.Timer
 	timerAt time.Time
-	wake    chan struct{} // closed when anything changes, if someone waits; nil until then
-	waiting bool          // someone holds wake
+	waiters *waiter // those waiting for the next change, a list; nil if none
+	spare   *waiter // waiters kept for reuse, a list; freed by an idle stream's trim
 	over    bool
 
 	sendErrors uint64 // datagrams the socket refused to send
@@ -252,23 +252,64 @@ func (a *assoc) settleLocked(now time.Time) {
 	a.notifyLocked()
 }
 
-// waitChan returns a channel closed at the next change. Call with mu held.
-func (a *assoc) waitChan() <-chan struct{} {
-	if !a.waiting {
-		a.waiting = true
-		a.wake = make(chan struct{})
+// waiter is one goroutine waiting for an association to change: a
+// buffered channel that notifyLocked signals. The association keeps the
+// waiters that were woken for reuse, so that waiting allocates nothing.
+// (They are not shared between associations: a channel belongs to the
+// testing/synctest bubble that made it.)
+type waiter struct {
+	c    chan struct{}
+	next *waiter
+}
+
+// addWaiter returns a waiter signalled at the next change. Call with mu
+// held; hand it back to doneWaiting, or, once it was signalled, to
+// reuseWaiter.
+func (a *assoc) addWaiter() *waiter {
+	w := a.spare
+	if w != nil {
+		a.spare = w.next
+	} else {
+		w = &waiter{c: make(chan struct{}, 1)}
 	}
-	return a.wake
+	w.next, a.waiters = a.waiters, w
+	return w
+}
+
+// reuseWaiter keeps w, signalled and received from, for reuse. Call with
+// mu held.
+func (a *assoc) reuseWaiter(w *waiter) {
+	w.next, a.spare = a.spare, w
+}
+
+// doneWaiting takes w off the list, where a change may have signalled it
+// meanwhile, and keeps it for reuse. Call without mu held.
+func (a *assoc) doneWaiting(w *waiter) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for p := &a.waiters; *p != nil; p = &(*p).next {
+		if *p == w {
+			*p = w.next
+			break
+		}
+	}
+	select {
+	case <-w.c:
+	default:
+	}
+	a.reuseWaiter(w)
 }
 
 // notifyLocked wakes those waiting. An association nobody waits on holds
-// no channel.
+// nothing for them.
 func (a *assoc) notifyLocked() {
-	if a.waiting {
-		close(a.wake)
-		a.wake = nil
-		a.waiting = false
+	for w := a.waiters; w != nil; {
+		next := w.next
+		w.next = nil
+		w.c <- struct{}{} // never blocks: a waiter is on the list once, its channel empty
+		w = next
 	}
+	a.waiters = nil
 }
 
 // endLocked finishes the association once: the upper layer learns why,

@@ -99,8 +99,12 @@ func (b *connBase) Handshake(ctx context.Context) error {
 // a.mu held.
 func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, check func() (bool, error)) error {
 	a := b.a
+	var woken *waiter
 	for {
 		a.mu.Lock()
+		if woken != nil {
+			a.reuseWaiter(woken)
+		}
 		var done bool
 		var err error
 		if b.closed {
@@ -112,11 +116,13 @@ func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, c
 			a.mu.Unlock()
 			return opError(op, b.LocalAddr(), b.raddr, err)
 		}
-		ch := a.waitChan()
+		w := a.addWaiter()
 		a.mu.Unlock()
 		select {
-		case <-ch:
+		case <-w.c: // notifyLocked took it off the list
+			woken = w
 		case <-stop:
+			a.doneWaiting(w)
 			return opError(op, b.LocalAddr(), b.raddr, stopErr())
 		}
 	}

@@ -23,9 +23,9 @@ const (
 	maxDatagram       = 2048 // largest datagram taken; larger ones are dropped
 )
 
-// batchConn is what ipv4.PacketConn and ipv6.PacketConn share.
+// batchConn is what ipv4.PacketConn and ipv6.PacketConn share for
+// sending (reads go through a reader: see newReader).
 type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
 	WriteBatch(ms []ipv4.Message, flags int) (int, error)
 }
 
@@ -40,15 +40,4 @@ func newBatchConn(pc net.PacketConn) batchConn {
 		return ipv6.NewPacketConn(uc)
 	}
 	return ipv4.NewPacketConn(uc)
-}
-
-// newMessages returns n receive messages with one buffer each of size
-// bytes and room for a control message.
-func newMessages(n, size int) []ipv4.Message {
-	ms := make([]ipv4.Message, n)
-	for i := range ms {
-		ms[i].Buffers = [][]byte{make([]byte, size)}
-		ms[i].OOB = make([]byte, oobSize)
-	}
-	return ms
 }

@@ -288,6 +288,7 @@ func (c *Conn) pump(now time.Time) {
 func (c *Conn) settled(now time.Time) {
 	if now.Sub(c.active) > trimAfter {
 		c.st.Trim()
+		c.a.spare = nil
 		if t, ok := c.a.eng.(engine.Trimmer); ok {
 			t.Trim()
 		}

@@ -80,12 +80,9 @@ func (ep *endpoint) stopAccepting() {
 func (ep *endpoint) readLoop() {
 	defer close(ep.done)
 	var touched []*assoc
-	ms := ep.readMessages()
+	r := newReader(ep)
 	for {
-		for i := range ms {
-			ms[i].OOB = ms[i].OOB[:cap(ms[i].OOB)]
-		}
-		n, err := ep.read(ms)
+		ms, err := r.read()
 		if err != nil {
 			if errors.Is(err, syscall.ECONNREFUSED) {
 				if ep.connected {
@@ -101,19 +98,19 @@ func (ep *endpoint) readLoop() {
 			return
 		}
 		now := time.Now()
-		for i := range ms[:n] {
+		for i := range ms {
 			m := &ms[i]
-			data := m.Buffers[0][:m.N]
+			data := m.buf[:m.n]
 			seg := len(data)
 			if ep.gro {
-				seg = cmp.Or(segmentSize(m.OOB[:m.NN]), seg)
+				seg = cmp.Or(segmentSize(m.oob[:m.nn]), seg)
 			}
-			if seg > maxDatagram || m.Flags&syscall.MSG_TRUNC != 0 {
+			if seg > maxDatagram || m.flags&syscall.MSG_TRUNC != 0 {
 				ep.oversize.Add(1) // larger than any protocol's datagram
 				continue
 			}
 			for ; len(data) > 0; data = data[min(seg, len(data)):] {
-				a := ep.dispatch(data[:min(seg, len(data))], m.Addr, now)
+				a := ep.dispatch(data[:min(seg, len(data))], m, now)
 				if a != nil && !slices.Contains(touched, a) {
 					touched = append(touched, a)
 				}
@@ -127,39 +124,12 @@ func (ep *endpoint) readLoop() {
 	}
 }
 
-// readMessages returns the receive buffers: one datagram's worth without
-// batching, readBatch datagrams with it, and room for what GRO joins.
-func (ep *endpoint) readMessages() []ipv4.Message {
-	switch {
-	case ep.batch == nil:
-		return newMessages(1, maxDatagram+1)
-	case ep.gro && ep.connected:
-		return newMessages(groBatchConnected, 1<<16)
-	case ep.gro:
-		return newMessages(groBatch, 1<<16)
-	}
-	return newMessages(readBatch, maxDatagram+1)
-}
-
-// read fills ms[:n] with received datagrams.
-func (ep *endpoint) read(ms []ipv4.Message) (int, error) {
-	if ep.batch != nil {
-		return ep.batch.ReadBatch(ms, 0)
-	}
-	n, from, err := ep.pc.ReadFrom(ms[0].Buffers[0])
-	if err != nil {
-		return 0, err
-	}
-	ms[0].N, ms[0].Addr, ms[0].Flags = n, from, 0
-	return 1, nil
-}
-
-// dispatch hands one datagram to its association, or to newPeer. It
+// dispatch hands one datagram of m to its association, or to newPeer. It
 // returns the association whose engine took the datagram and now needs a
 // flush.
-func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) *assoc {
+func (ep *endpoint) dispatch(p []byte, m *received, now time.Time) *assoc {
 	ep.mu.Lock()
-	a := ep.assocs[keyOf(from)]
+	a := ep.assocs[m.key]
 	newPeer := ep.newPeer
 	ep.mu.Unlock()
 	if a != nil {
@@ -175,7 +145,7 @@ func (ep *endpoint) dispatch(p []byte, from net.Addr, now time.Time) *assoc {
 		ep.unknownDrops.Add(1)
 		return nil
 	}
-	newPeer(p, from, now)
+	newPeer(p, m.sender(), now)
 	return nil
 }
 

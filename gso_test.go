@@ -22,10 +22,6 @@ type noSegmentation struct {
 	segmented int // messages refused
 }
 
-func (f *noSegmentation) ReadBatch([]ipv4.Message, int) (int, error) {
-	return 0, syscall.EOPNOTSUPP
-}
-
 func (f *noSegmentation) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
 	for i, m := range ms {
 		if len(m.Buffers) > 1 {

@@ -14,6 +14,7 @@ func BenchmarkRejectUnknown(b *testing.B) {
 	garbage := randomBytes(100, 2)
 	garbage[0] = 0xff // no protocol's opening
 	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 9}
+	m := &received{addr: from, key: keyOf(from)}
 	for _, p := range Protocols() {
 		for _, kind := range []string{"stream", "message"} {
 			b.Run(p.String()+"/"+kind, func(b *testing.B) {
@@ -32,7 +33,7 @@ func BenchmarkRejectUnknown(b *testing.B) {
 				before := ep.unknownDrops.Load()
 				b.ReportAllocs()
 				for b.Loop() {
-					ep.dispatch(garbage, from, now)
+					ep.dispatch(garbage, m, now)
 				}
 				if got := ep.unknownDrops.Load() - before; got != uint64(b.N) {
 					b.Fatalf("%d of %d datagrams counted as unknown drops", got, b.N)

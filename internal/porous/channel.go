@@ -17,13 +17,8 @@ const (
 	// WindowAckSpacing is M: WindowAcks and Unreliable-packet Sentinels
 	// are sent for packet_seq ≡ M − 1 (mod M) (docs/protocols/porous.md §2 row 3).
 	WindowAckSpacing = 2048
-	// maxPooled bounds the recycled packet buffers; buffers above
-	// maxPooledSize are not recycled.
-	maxPooled     = 256
+	// maxPooledSize is the largest packet buffer recycled (see release).
 	maxPooledSize = 64 << 10
-	// maxRecvPool bounds the reassembly buffers kept for reuse (see
-	// Session.Recycle): 32 × 1452 bytes.
-	maxRecvPool = 32
 )
 
 // outPacket is a packet accepted by Send and not yet confirmed.
@@ -202,7 +197,9 @@ func (s *Session) queueWindowAck(ch uint8, m uint32) {
 func (s *Session) newPacket(n int) *outPacket {
 	if k := len(s.free); k > 0 {
 		p := s.free[k-1]
+		s.free[k-1] = nil
 		s.free = s.free[:k-1]
+		s.freeBytes -= cap(p.data)
 		if cap(p.data) >= n {
 			p.data = p.data[:n]
 			return p
@@ -213,13 +210,18 @@ func (s *Session) newPacket(n int) *outPacket {
 	return &outPacket{data: make([]byte, n)}
 }
 
-// release accounts for a packet that is confirmed and recycles it.
+// release accounts for a packet that is confirmed and recycles it. The
+// recycled packets are at most MaxQueued, of at most MaxQueuedBytes in
+// all, as many as may be pending, so that a sender in steady state
+// allocates none; Trim frees them.
 func (s *Session) release(p *outPacket) {
 	s.pending--
 	s.pendBytes -= len(p.data)
-	if len(s.free) < maxPooled && cap(p.data) <= maxPooledSize {
+	c := cap(p.data)
+	if len(s.free) < s.cfg.MaxQueued && c <= maxPooledSize && s.freeBytes+c <= s.cfg.MaxQueuedBytes {
 		*p = outPacket{data: p.data[:0]}
 		s.free = append(s.free, p)
+		s.freeBytes += c
 	}
 }
 
@@ -267,6 +269,7 @@ type rxChannel struct {
 	spare  *rxPage                             // the last page freed, for reuse
 	n      int                                 // entries
 	hi     uint32                              // packet_seq of the newest entry, when n > 0
+	recent bool                                // an entry was added since the last ping (see trim)
 	base   uint32
 	exempt int // bytes on the channel's reserve, in its queue and in Recv's
 }
@@ -394,6 +397,7 @@ func (c *rxChannel) add(e rxEntry) (_ *rxEntry, newPage bool) {
 	pg.used |= 1 << (i % rxPageLen)
 	pg.n++
 	c.n++
+	c.recent = true
 	pg.ents[i%rxPageLen] = e
 	return &pg.ents[i%rxPageLen], newPage
 }

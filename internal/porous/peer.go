@@ -324,7 +324,7 @@ func (s *Session) sendPing() {
 		}
 	}
 	s.pingID++
-	s.trim()
+	s.trim(false)
 }
 
 // Trim frees what an idle session keeps for traffic: the receive
@@ -334,9 +334,9 @@ func (s *Session) sendPing() {
 // slices, and the congestion controller's model when nothing is in
 // flight. They are allocated again when needed.
 func (s *Session) Trim() {
-	s.trim()
+	s.trim(true)
 	s.cc.Trim()
-	s.free, s.recvPool = nil, nil
+	s.free, s.freeBytes, s.recvPool = nil, 0, nil
 	s.unrel, s.needs, s.frame.Messages = nil, nil, nil
 	if len(s.unstamped) == 0 {
 		s.unstamped = nil
@@ -357,13 +357,17 @@ func (s *Session) Trim() {
 // trim frees the receive structures of the channels that hold nothing, at
 // each ping: a page table (8 KiB) and a spare page stay allocated while a
 // channel receives, and cost an idle session most of its memory
-// otherwise. A channel that receives again allocates them anew, at most
-// once per ping interval.
-func (s *Session) trim() {
+// otherwise. A channel that received since the previous ping keeps them,
+// so that one that empties often while receiving does not allocate them
+// anew at every ping; one that did not frees them, and allocates them
+// anew when it receives again, at most once per ping interval. Trim
+// (all) frees them whenever the channel holds nothing.
+func (s *Session) trim(all bool) {
 	for i := range s.rxch {
-		if c := &s.rxch[i]; c.n == 0 {
+		if c := &s.rxch[i]; c.n == 0 && (all || !c.recent) {
 			c.pages, c.spare = nil, nil
 		}
+		s.rxch[i].recent = false
 	}
 }
 

@@ -134,8 +134,9 @@ type Session struct {
 	touched   [MaxChannels / 64]uint64
 	pending   int
 	pendBytes int
-	free      []*outPacket
-	recvPool  [][]byte // reassembly buffers handed back by Recycle
+	free      []*outPacket // recycled packets (see release)
+	freeBytes int          // the capacity of their buffers
+	recvPool  [][]byte     // reassembly buffers handed back by Recycle
 	recv      engine.FIFO[engine.Message]
 	recvCost  engine.FIFO[recvCharge] // parallel to recv
 	recvShut  bool                    // SetRecvOpen(false): new data is refused
@@ -357,9 +358,11 @@ func (s *Session) SendRoom(ch uint8) int {
 
 // Recycle takes back the Data of a delivered packet that the caller has
 // consumed, for reuse as a reassembly buffer (engine.Recycler). Only
-// buffers of FragmentSize capacity are kept, at most maxRecvPool.
+// buffers of FragmentSize capacity are kept, up to the shared reassembly
+// budget, as many as reassembly may hold at once, so that a receiver in
+// steady state, losses included, allocates none; Trim frees them.
 func (s *Session) Recycle(b []byte) {
-	if cap(b) == FragmentSize && len(s.recvPool) < maxRecvPool {
+	if cap(b) == FragmentSize && (len(s.recvPool)+1)*FragmentSize <= s.rxBudget {
 		s.recvPool = append(s.recvPool, b[:0])
 	}
 }

@@ -1,0 +1,143 @@
+package rudp
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// batchReader reads up to len(ms) datagrams per recvmmsg(2), decoding
+// each sender's address in place: golang.org/x/net/ipv4's ReadBatch
+// allocates a net.Addr for every datagram (internal/socket,
+// mmsghdrs.unpack), which is most of the garbage a busy endpoint makes.
+type batchReader struct {
+	uc    *net.UDPConn
+	rc    syscall.RawConn
+	ms    []received
+	hs    []mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	recv  func(fd uintptr) bool // r.recvmmsg, bound once
+	n     int
+	errno syscall.Errno
+
+	zoneIndex uint32 // the last IPv6 zone seen, and its name
+	zoneName  string
+}
+
+// mmsghdr is struct mmsghdr of recvmmsg(2).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+}
+
+// newBatchReader returns a reader of n datagrams at a time into buffers of
+// size bytes; one that reads a datagram at a time if uc has no raw conn.
+func newBatchReader(uc *net.UDPConn, n, size int) reader {
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return &pcReader{pc: uc, ms: newReceived(1, maxDatagram+1)}
+	}
+	r := &batchReader{
+		uc:    uc,
+		rc:    rc,
+		ms:    newReceived(n, size),
+		hs:    make([]mmsghdr, n),
+		iovs:  make([]unix.Iovec, n),
+		names: make([]unix.RawSockaddrInet6, n),
+	}
+	r.recv = r.recvmmsg
+	for i := range r.hs {
+		r.iovs[i].Base = &r.ms[i].buf[0]
+		r.iovs[i].SetLen(size)
+		h := &r.hs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+		if len(r.ms[i].oob) > 0 {
+			h.Control = &r.ms[i].oob[0]
+		}
+	}
+	return r
+}
+
+func (r *batchReader) read() ([]received, error) {
+	for i := range r.hs {
+		h := &r.hs[i].hdr
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.SetControllen(len(r.ms[i].oob))
+		h.Flags = 0
+	}
+	err := r.rc.Read(r.recv)
+	if err == nil && r.errno != 0 {
+		err = os.NewSyscallError("recvmmsg", r.errno)
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "read", Net: r.uc.LocalAddr().Network(), Source: r.uc.LocalAddr(), Err: err}
+	}
+	for i := range r.n {
+		h, m := &r.hs[i].hdr, &r.ms[i]
+		m.n, m.nn, m.flags = int(r.hs[i].n), int(h.Controllen), int(h.Flags)
+		if !r.sender(m, i) {
+			m.n = 0 // not from an IP address: nothing to take
+		}
+	}
+	return r.ms[:r.n], nil
+}
+
+// recvmmsg is the raw conn's read function: it reports false to wait
+// until the socket is readable.
+func (r *batchReader) recvmmsg(fd uintptr) bool {
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(len(r.hs)), 0, 0, 0)
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		r.n, r.errno = int(n), errno
+		return true
+	}
+}
+
+// sender decodes the address of datagram i into m, and reports whether it
+// is an IPv4 or IPv6 one.
+func (r *batchReader) sender(m *received, i int) bool {
+	sa := &r.names[i]
+	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
+	var ip netip.Addr
+	switch sa.Family {
+	case unix.AF_INET:
+		ip = netip.AddrFrom4((*unix.RawSockaddrInet4)(unsafe.Pointer(sa)).Addr)
+	case unix.AF_INET6:
+		ip = netip.AddrFrom16(sa.Addr)
+		if sa.Scope_id != 0 {
+			ip = ip.WithZone(r.zone(sa.Scope_id))
+		}
+	default:
+		return false
+	}
+	m.from, m.addr = netip.AddrPortFrom(ip, port), nil
+	m.key = addrKey{ap: netip.AddrPortFrom(ip.Unmap(), port)}
+	return true
+}
+
+// zone returns the name of interface index, as net.UDPAddr.Zone holds
+// it, or the index in decimal if it has none. It remembers the last one,
+// so that a link-local peer costs no lookup per datagram.
+func (r *batchReader) zone(index uint32) string {
+	if index != r.zoneIndex {
+		r.zoneIndex, r.zoneName = index, strconv.FormatUint(uint64(index), 10)
+		if ifi, err := net.InterfaceByIndex(int(index)); err == nil {
+			r.zoneName = ifi.Name
+		}
+	}
+	return r.zoneName
+}
