@@ -1,12 +1,12 @@
 package airhook
 
 import (
-	"github.com/rudpkit/rudp/internal/enginetest"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 

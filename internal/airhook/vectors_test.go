@@ -1,14 +1,12 @@
 package airhook
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"math"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,14 +73,14 @@ type vecTracePacket struct {
 	MessageCount int       `json:"message_count"`
 }
 
+// unhex decodes a vector's hexadecimal bytes.
+var unhex = enginetest.Unhex
+
 func loadVectors(t testing.TB) *vecFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/airhook.json")
-	require.NoError(t, err)
-	var v vecFile
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := enginetest.LoadJSON[vecFile](t, "testdata/airhook.json")
 	require.Len(t, v.Packets, 19)
-	return &v
+	return v
 }
 
 // allVectorHex returns every datagram of the vector file: packets,
@@ -105,21 +103,12 @@ func allVectorHex(v *vecFile) []string {
 	return out
 }
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	require.NoError(t, err)
-	return b
-}
-
 func parseHex32(t testing.TB, s string) uint32 {
 	t.Helper()
 	if s == "" {
 		return 0
 	}
-	v, err := strconv.ParseUint(s, 0, 32)
-	require.NoError(t, err)
-	return uint32(v)
+	return uint32(enginetest.ParseUint(t, s, 0, 32))
 }
 
 // vecTime maps the vectors' synthetic clock (seconds) to a time, rounded

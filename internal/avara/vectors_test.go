@@ -2,11 +2,9 @@ package avara
 
 import (
 	"encoding/hex"
-	"encoding/json"
-	"os"
-	"strconv"
 	"testing"
 
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,28 +48,14 @@ type vecDatagram struct {
 	} `json:"decoded"`
 }
 
+// unhex decodes a vector's hexadecimal bytes.
+var unhex = enginetest.Unhex
+
 func loadVectors(t testing.TB) *vecFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/avara.json")
-	require.NoError(t, err)
-	var v vecFile
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := enginetest.LoadJSON[vecFile](t, "testdata/avara.json")
 	require.Len(t, v.Vectors, 4)
 	require.Len(t, v.CRC.Checks, 9)
-	return &v
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	require.NoError(t, err)
-	return b
-}
-
-func parseHex16(t testing.TB, s string) uint64 {
-	t.Helper()
-	v, err := strconv.ParseUint(s, 0, 32)
-	require.NoError(t, err)
 	return v
 }
 
@@ -91,7 +75,7 @@ func TestCRCCheckValues(t *testing.T) {
 	v := loadVectors(t)
 	for _, c := range v.CRC.Checks {
 		in := unhex(t, c.Hex)
-		want := uint16(parseHex16(t, c.CRC))
+		want := uint16(enginetest.ParseUint(t, c.CRC, 0, 32))
 		if len(in) >= 2 && in[0] == 0x12 && in[1] == 0x00 {
 			require.Equal(t, want, Checksum(in, DefaultVersion), c.Input)
 		}
@@ -118,7 +102,7 @@ func TestVectors(t *testing.T) {
 			require.Equal(t, dec.LRS, d.Ack)
 			require.Equal(t, dec.HasAckMap, d.HasAckMap)
 			if dec.HasAckMap {
-				require.Equal(t, uint32(parseHex16(t, dec.AckMap)), d.AckMap)
+				require.Equal(t, uint32(enginetest.ParseUint(t, dec.AckMap, 0, 32)), d.AckMap)
 				var serials []uint16
 				for k := range 32 {
 					if d.AckMap&(1<<k) != 0 {
@@ -132,7 +116,7 @@ func TestVectors(t *testing.T) {
 				m := d.Messages[i]
 				require.Equal(t, w.Serial, m.Serial)
 				require.Equal(t, w.SendCount, m.SendCount)
-				require.Equal(t, uint64(wire[HeaderLen+4*boolInt(d.HasAckMap)+offset(d.Messages[:i])+3]), parseHex16(t, w.Flags))
+				require.Equal(t, uint64(wire[HeaderLen+4*boolInt(d.HasAckMap)+offset(d.Messages[:i])+3]), enginetest.ParseUint(t, w.Flags, 0, 32))
 				require.Equal(t, w.Command, m.Command)
 				require.Equal(t, w.Distribution != nil, m.HasDistribution)
 				if w.Distribution != nil {

@@ -2,12 +2,11 @@ package lludp
 
 import (
 	"encoding/hex"
-	"encoding/json"
-	"os"
 	"strconv"
 	"testing"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,22 +62,15 @@ type vecPacket struct {
 	} `json:"decode"`
 }
 
+// unhex decodes a vector's hexadecimal bytes.
+var unhex = enginetest.Unhex
+
 func loadVectors(t testing.TB) *vecFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/lludp.json")
-	require.NoError(t, err)
-	var v vecFile
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := enginetest.LoadJSON[vecFile](t, "testdata/lludp.json")
 	require.Len(t, v.Zerocode, 12)
 	require.Len(t, v.Packets, 15)
-	return &v
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	require.NoError(t, err)
-	return b
+	return v
 }
 
 func TestZerocodeVectors(t *testing.T) {

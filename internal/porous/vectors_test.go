@@ -2,12 +2,10 @@ package porous
 
 import (
 	"encoding/hex"
-	"encoding/json"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,28 +57,19 @@ type vecMessage struct {
 	DataHead       string `json:"data_head"`
 }
 
+// unhex decodes a vector's hexadecimal bytes.
+var unhex = enginetest.Unhex
+
 func loadVectors(t testing.TB) *vecFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/porous.json")
-	require.NoError(t, err)
-	var v vecFile
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := enginetest.LoadJSON[vecFile](t, "testdata/porous.json")
 	require.Len(t, v.Captures, 2)
-	return &v
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	require.NoError(t, err)
-	return b
+	return v
 }
 
 func hex32(t testing.TB, s string) uint32 {
 	t.Helper()
-	v, err := strconv.ParseUint(s, 16, 32)
-	require.NoError(t, err)
-	return uint32(v)
+	return uint32(enginetest.ParseUint(t, s, 16, 32))
 }
 
 // allVectorFrames returns the bytes of every captured frame.

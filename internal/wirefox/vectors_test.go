@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/rudpkit/rudp/internal/enginetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,19 +97,19 @@ type cryptoKeys struct {
 	} `json:"server_identity"`
 }
 
+// unhex decodes a vector's hexadecimal bytes.
+var unhex = enginetest.Unhex
+
 func loadVectors(t testing.TB) *vecFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/wirefox.json")
-	require.NoError(t, err)
-	var v vecFile
-	require.NoError(t, json.Unmarshal(b, &v))
+	v := enginetest.LoadJSON[vecFile](t, "testdata/wirefox.json")
 	require.Len(t, v.Vectors, 10)
 	n := 0
 	for _, c := range v.Captures {
 		n += len(c.Datagrams)
 	}
 	require.Equal(t, 51, n)
-	return &v
+	return v
 }
 
 func loadCrypto(t testing.TB) *cryptoFile {
@@ -120,13 +121,6 @@ func loadCrypto(t testing.TB) *cryptoFile {
 	require.Len(t, v.Datagrams["no_challenge"], 32)
 	require.Len(t, v.Datagrams["challenge"], 34)
 	return &v
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	require.NoError(t, err)
-	return b
 }
 
 // allDatagrams returns every plaintext datagram of both files with a
