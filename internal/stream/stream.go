@@ -104,7 +104,6 @@ type Stream struct {
 	epochOff   uint64
 	sendBuffer int
 	threshold  uint64 // limit increase that makes a WINDOW due
-	ordered    bool
 
 	// Sending.
 	tx         sendRing // bytes written, not framed
@@ -118,29 +117,33 @@ type Stream struct {
 	rstPending bool
 	rstSent    bool
 	rstCode    uint8
+	ordered    bool // Config.Ordered
 
 	// Receiving. readOff <= recvNext <= maxEnd <= advertised, all relative
 	// to the peer's start.
-	rx          recvRing
-	opened      bool     // the peer's HELLO was received
-	peerStart   uint64   // the wire offset of the peer's byte 0
-	echo        uint64   // the peer's token, to send back in an ECHO; 0 once sent
-	validated   bool     // the peer echoed Token (or there is no Token)
-	early       [][]byte // frames received before the peer's HELLO (unordered engines)
-	earlyBytes  int
-	ignored     uint64 // frames dropped as implausible (see Ignored)
-	advertised  uint64 // highest limit sent to the peer
-	readOff     uint64 // bytes consumed by the reader
-	recvNext    uint64 // bytes received in order
-	maxEnd      uint64 // end of the highest byte received
-	finReceived bool
-	final       uint64 // the peer's final offset, once finReceived
+	rx         recvRing
+	peerStart  uint64   // the wire offset of the peer's byte 0
+	echo       uint64   // the peer's token, to send back in an ECHO; 0 once sent
+	early      [][]byte // frames received before the peer's HELLO (unordered engines)
+	earlyBytes int
+	ignored    uint64 // frames dropped as implausible (see Ignored)
+	advertised uint64 // highest limit sent to the peer
+	readOff    uint64 // bytes consumed by the reader
+	recvNext   uint64 // bytes received in order
+	maxEnd     uint64 // end of the highest byte received
+	final      uint64 // the peer's final offset, once finReceived
 
 	// Termination.
 	err       error // terminal error: ErrReset, ErrAborted or protocol
 	drain     bool  // peer reset after its FIN: reading continues to io.EOF
 	peerReset bool
 	peerCode  uint8
+
+	// The receiving flags, beside the termination ones so that a Stream
+	// fits 352 bytes (every idle stream keeps one).
+	opened      bool // the peer's HELLO was received
+	validated   bool // the peer echoed Token (or there is no Token)
+	finReceived bool
 }
 
 // New returns a Stream with a HELLO frame queued. It panics if a Config
