@@ -37,7 +37,7 @@ type connBase struct {
 	openedF   atomic.Bool
 
 	a      *assoc
-	rd, wd *deadline.Deadline
+	rd, wd lazyDeadline
 	done   chan struct{} // closed when the association has ended
 
 	// guarded by a.mu
@@ -50,7 +50,50 @@ type connBase struct {
 }
 
 func newBase(cfg *Config, raddr net.Addr, k kind) connBase {
-	return connBase{cfg: cfg, raddr: raddr, k: k, rd: deadline.New(), wd: deadline.New(), done: make(chan struct{})}
+	return connBase{cfg: cfg, raddr: raddr, k: k, done: make(chan struct{})}
+}
+
+// lazyDeadline is a deadline.Deadline made at its first Set with a time,
+// so that a conn whose deadline is never set holds none (a struct, a
+// channel and, once set, a timer: an idle stream keeps its conn for as
+// long as it lasts).
+type lazyDeadline struct {
+	p atomic.Pointer[deadline.Deadline]
+}
+
+// set sets the deadline to t; a zero t changes nothing on a deadline
+// never set. It reports whether it made the deadline.
+func (l *lazyDeadline) set(t time.Time) (made bool) {
+	d := l.p.Load()
+	if d == nil {
+		if t.IsZero() {
+			return false
+		}
+		made = l.p.CompareAndSwap(nil, deadline.New())
+		d = l.p.Load()
+	}
+	d.Set(t)
+	return made
+}
+
+// done returns a channel closed once the deadline has passed: nil, never
+// ready, while it was never set.
+func (l *lazyDeadline) done() <-chan struct{} {
+	if d := l.p.Load(); d != nil {
+		return d.Done()
+	}
+	return nil
+}
+
+// setDeadline sets l to t. Calls already waiting watched no deadline if
+// this made it: they are woken to watch it. Before the handshake is done
+// no call waits on a deadline (see waitIO), and those that will find it.
+func (b *connBase) setDeadline(l *lazyDeadline, t time.Time) {
+	if l.set(t) && b.openedF.Load() {
+		b.a.mu.Lock()
+		b.a.notifyLocked()
+		b.a.mu.Unlock()
+	}
 }
 
 // begin registers the association and arms the handshake timer. It
@@ -91,13 +134,13 @@ func (b *connBase) Handshake(ctx context.Context) error {
 	if err := b.start(); err != nil {
 		return err
 	}
-	return b.wait(ctx.Done(), ctx.Err, "handshake", func() (bool, error) { return b.opened, nil })
+	return b.wait(ctx.Done, ctx.Err, "handshake", func() (bool, error) { return b.opened, nil })
 }
 
 // wait loops until check reports done or an error, the conn is closed or
-// has failed, or stop fires (then it fails with stopErr()). check runs with
-// a.mu held.
-func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, check func() (bool, error)) error {
+// has failed, or the channel stop returns fires (then it fails with
+// stopErr()). check and stop run with a.mu held.
+func (b *connBase) wait(stop func() <-chan struct{}, stopErr func() error, op string, check func() (bool, error)) error {
 	a := b.a
 	for {
 		a.mu.Lock()
@@ -112,11 +155,11 @@ func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, c
 			a.mu.Unlock()
 			return opError(op, b.LocalAddr(), b.raddr, err)
 		}
-		ch := a.waitChan()
+		ch, st := a.waitChan(), stop()
 		a.mu.Unlock()
 		select {
 		case <-ch:
-		case <-stop:
+		case <-st:
 			return opError(op, b.LocalAddr(), b.raddr, stopErr())
 		}
 	}
@@ -198,18 +241,18 @@ func (b *connBase) RemoteAddr() net.Addr { return b.raddr }
 // SetDeadline sets the read and write deadlines, as net.Conn describes. A
 // zero time means no deadline. It never fails.
 func (b *connBase) SetDeadline(t time.Time) error {
-	b.rd.Set(t)
-	b.wd.Set(t)
+	b.setDeadline(&b.rd, t)
+	b.setDeadline(&b.wd, t)
 	return nil
 }
 
 // SetReadDeadline sets the deadline for blocked and future reads. Expiry
 // makes them fail with os.ErrDeadlineExceeded. It never fails.
-func (b *connBase) SetReadDeadline(t time.Time) error { b.rd.Set(t); return nil }
+func (b *connBase) SetReadDeadline(t time.Time) error { b.setDeadline(&b.rd, t); return nil }
 
 // SetWriteDeadline sets the deadline for blocked and future writes.
 // Expiry makes them fail with os.ErrDeadlineExceeded. It never fails.
-func (b *connBase) SetWriteDeadline(t time.Time) error { b.wd.Set(t); return nil }
+func (b *connBase) SetWriteDeadline(t time.Time) error { b.setDeadline(&b.wd, t); return nil }
 
 // Protocol returns the wire protocol the conn speaks.
 func (b *connBase) Protocol() Protocol { return b.cfg.Protocol }
@@ -308,13 +351,13 @@ func (b *connBase) expire(code uint8, err error, cond func() bool) {
 // once dl has passed (at once if it already has, and before check runs).
 // A closed conn fails with net.ErrClosed whatever the deadline, as TCP
 // conns do.
-func (b *connBase) waitIO(op string, dl *deadline.Deadline, check func() (bool, error)) error {
+func (b *connBase) waitIO(op string, dl *lazyDeadline, check func() (bool, error)) error {
 	if err := b.Handshake(context.Background()); err != nil {
 		return err
 	}
-	return b.wait(dl.Done(), deadlineErr, op, func() (bool, error) {
+	return b.wait(dl.done, deadlineErr, op, func() (bool, error) {
 		select {
-		case <-dl.Done():
+		case <-dl.done():
 			return false, errTimeout
 		default:
 		}

@@ -347,6 +347,39 @@ func TestDeadlines(t *testing.T) {
 	})
 }
 
+// TestDeadlineSetDuringRead: a Read blocked on a conn whose deadlines
+// were never set (it holds none) ends exactly when a read deadline set
+// meanwhile passes.
+func TestDeadlineSetDuringRead(t *testing.T) {
+	const d = 50 * time.Millisecond
+	forEachKind(t, func(t *testing.T, p Protocol, k vkind, vp *vpath) {
+		cfg := vcfg(Config{Protocol: p, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
+		c, _ := k.pair(t, vp, cfg)
+		start := time.Now()
+		go func() {
+			time.Sleep(d)
+			_ = c.SetReadDeadline(time.Now().Add(d))
+		}()
+		var err error
+		within(t, time.Second, func() { _, err = recv(c) })
+		require.Equal(t, 2*d, time.Since(start))
+		requireTimeout(t, err, os.ErrDeadlineExceeded)
+	})
+}
+
+// TestUnsetDeadlinesHoldNothing: a conn holds no deadline until one is
+// set (idle streams keep their conns); a zero deadline makes none.
+func TestUnsetDeadlinesHoldNothing(t *testing.T) {
+	cfg, err := (&Config{}).resolved()
+	require.NoError(t, err)
+	raddr := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}
+	allocs := testing.AllocsPerRun(100, func() {
+		c := newConn(cfg, raddr, nil)
+		_ = c.SetDeadline(time.Time{})
+	})
+	require.Equal(t, 2.0, allocs, "the conn and its done channel")
+}
+
 // TestHandshakeTimeoutText: the handshake-timeout error says what was
 // tried, with whom, for how long, and why a peer may stay silent.
 func TestHandshakeTimeoutText(t *testing.T) {
