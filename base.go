@@ -38,7 +38,7 @@ type connBase struct {
 
 	a      *assoc
 	rd, wd lazyDeadline
-	done   chan struct{} // closed when the association has ended
+	done   atomic.Pointer[chan struct{}] // Done's channel, made by Done; closedChan once the association has ended
 
 	// guarded by a.mu
 	opened     bool // handshake complete
@@ -50,7 +50,23 @@ type connBase struct {
 }
 
 func newBase(cfg *Config, raddr net.Addr, k kind) connBase {
-	return connBase{cfg: cfg, raddr: raddr, k: k, done: make(chan struct{})}
+	return connBase{cfg: cfg, raddr: raddr, k: k}
+}
+
+// closedChan is the channel Done returns for a conn that ended before
+// Done was first called.
+var closedChan = func() *chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return &c
+}()
+
+// finish closes Done's channel, if Done made one, and makes it closedChan
+// for later calls. Call it once, when the conn has ended.
+func (b *connBase) finish() {
+	if p := b.done.Swap(closedChan); p != nil && p != closedChan {
+		close(*p)
+	}
 }
 
 // lazyDeadline is a deadline.Deadline made at its first Set with a time,
@@ -114,7 +130,7 @@ func (b *connBase) start() error {
 	b.startOnce.Do(func() {
 		if b.startFn != nil {
 			if b.startErr = b.startFn(); b.startErr != nil {
-				close(b.done)
+				b.finish()
 			}
 		}
 	})
@@ -195,7 +211,7 @@ func (b *connBase) closeUnused() bool {
 	})
 	if unused {
 		b.closeFn()
-		close(b.done)
+		b.finish()
 	}
 	return unused
 }
@@ -281,8 +297,18 @@ func (b *connBase) beginClose(now time.Time) {
 // finished, or Config.Linger ran out; or when the conn failed. Close does
 // not block, and delivery goes on in the background, so a program that
 // closes a conn and then exits should wait for Done. Stats are final once
-// Done is closed.
-func (b *connBase) Done() <-chan struct{} { return b.done }
+// Done is closed. A conn nobody asked for Done holds no channel.
+func (b *connBase) Done() <-chan struct{} {
+	p := b.done.Load()
+	if p == nil {
+		c := make(chan struct{})
+		if b.done.CompareAndSwap(nil, &c) {
+			return c
+		}
+		p = b.done.Load()
+	}
+	return *p
+}
 
 // endedBase implements upper.ended for both kinds.
 func (b *connBase) endedBase(err error) {
@@ -290,7 +316,7 @@ func (b *connBase) endedBase(err error) {
 		err = b.handshakeTimeout()
 	}
 	b.over = true
-	close(b.done)
+	b.finish()
 	if b.err == nil {
 		b.err = err
 	}

@@ -367,9 +367,11 @@ func TestDeadlineSetDuringRead(t *testing.T) {
 	})
 }
 
-// TestUnsetDeadlinesHoldNothing: a conn holds no deadline until one is
-// set (idle streams keep their conns); a zero deadline makes none.
-func TestUnsetDeadlinesHoldNothing(t *testing.T) {
+// TestConnHoldsOnlyWhatIsAsked: a conn holds no deadline until one is
+// set (a zero deadline makes none), and no Done channel until Done is
+// called (idle streams keep their conns); Done asked after the end is
+// closed at once, Done asked before is closed at the end.
+func TestConnHoldsOnlyWhatIsAsked(t *testing.T) {
 	cfg, err := (&Config{}).resolved()
 	require.NoError(t, err)
 	raddr := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}
@@ -377,7 +379,29 @@ func TestUnsetDeadlinesHoldNothing(t *testing.T) {
 		c := newConn(cfg, raddr, nil)
 		_ = c.SetDeadline(time.Time{})
 	})
-	require.Equal(t, 2.0, allocs, "the conn and its done channel")
+	require.Equal(t, 1.0, allocs, "the conn")
+
+	for _, early := range []bool{false, true} {
+		c := Client(udpSocket(t, nil, 0), raddr, cfg)
+		var done <-chan struct{}
+		if early {
+			done = c.Done()
+			select {
+			case <-done:
+				t.Fatal("Done closed before Close")
+			default:
+			}
+		}
+		require.NoError(t, c.Close()) // never used: ends at once
+		if !early {
+			done = c.Done()
+		}
+		select {
+		case <-done:
+		default:
+			t.Fatalf("Done (asked early: %v) not closed after Close", early)
+		}
+	}
 }
 
 // TestHandshakeTimeoutText: the handshake-timeout error says what was
