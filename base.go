@@ -69,31 +69,38 @@ func (b *connBase) finish() {
 	}
 }
 
-// lazyDeadline is a deadline.Deadline made at its first Set with a time,
-// so that a conn whose deadline is never set holds none (a struct, a
-// channel and, once set, a timer: an idle stream keeps its conn for as
+// lazyDeadline is a deadline.Deadline made when set to a time and
+// dropped when cleared, so that a conn with no deadline holds none (a
+// struct, a channel and a timer: an idle stream keeps its conn for as
 // long as it lasts).
 type lazyDeadline struct {
 	p atomic.Pointer[deadline.Deadline]
 }
 
-// set sets the deadline to t; a zero t changes nothing on a deadline
-// never set. It reports whether it made the deadline.
+// set sets the deadline to t; a zero t drops it. It reports whether it
+// made one: calls waiting until then watched none. A call watching a
+// dropped one watches a channel that never fires.
 func (l *lazyDeadline) set(t time.Time) (made bool) {
-	d := l.p.Load()
-	if d == nil {
-		if t.IsZero() {
+	if t.IsZero() {
+		if d := l.p.Swap(nil); d != nil {
+			d.Set(t) // stops its timer
+		}
+		return false
+	}
+	for {
+		if d := l.p.Load(); d != nil {
+			d.Set(t)
 			return false
 		}
-		made = l.p.CompareAndSwap(nil, deadline.New())
-		d = l.p.Load()
+		if d := deadline.New(); l.p.CompareAndSwap(nil, d) {
+			d.Set(t)
+			return true
+		}
 	}
-	d.Set(t)
-	return made
 }
 
 // done returns a channel closed once the deadline has passed: nil, never
-// ready, while it was never set.
+// ready, while none is set.
 func (l *lazyDeadline) done() <-chan struct{} {
 	if d := l.p.Load(); d != nil {
 		return d.Done()

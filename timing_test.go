@@ -349,26 +349,41 @@ func TestDeadlines(t *testing.T) {
 
 // TestDeadlineSetDuringRead: a Read blocked on a conn whose deadlines
 // were never set (it holds none) ends exactly when a read deadline set
-// meanwhile passes.
+// meanwhile passes; so does one whose deadline was cleared (and dropped)
+// while it waited, then set again.
 func TestDeadlineSetDuringRead(t *testing.T) {
 	const d = 50 * time.Millisecond
 	forEachKind(t, func(t *testing.T, p Protocol, k vkind, vp *vpath) {
 		cfg := vcfg(Config{Protocol: p, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
 		c, _ := k.pair(t, vp, cfg)
-		start := time.Now()
-		go func() {
-			time.Sleep(d)
-			_ = c.SetReadDeadline(time.Now().Add(d))
-		}()
-		var err error
-		within(t, time.Second, func() { _, err = recv(c) })
-		require.Equal(t, 2*d, time.Since(start))
-		requireTimeout(t, err, os.ErrDeadlineExceeded)
+		for _, set := range []bool{false, true} {
+			start := time.Now()
+			if set {
+				require.NoError(t, c.SetReadDeadline(start.Add(d/2)))
+			}
+			go func() {
+				if set {
+					time.Sleep(d / 4)
+					_ = c.SetReadDeadline(time.Time{})
+				}
+				time.Sleep(d)
+				_ = c.SetReadDeadline(time.Now().Add(d))
+			}()
+			var err error
+			within(t, time.Second, func() { _, err = recv(c) })
+			want := 2 * d
+			if set {
+				want += d / 4
+			}
+			require.Equal(t, want, time.Since(start), "deadline set before: %v", set)
+			requireTimeout(t, err, os.ErrDeadlineExceeded)
+			require.NoError(t, c.SetReadDeadline(time.Time{}))
+		}
 	})
 }
 
-// TestConnHoldsOnlyWhatIsAsked: a conn holds no deadline until one is
-// set (a zero deadline makes none), and no Done channel until Done is
+// TestConnHoldsOnlyWhatIsAsked: a conn holds a deadline only while one
+// is set (a zero deadline drops it), and no Done channel until Done is
 // called (idle streams keep their conns); Done asked after the end is
 // closed at once, Done asked before is closed at the end.
 func TestConnHoldsOnlyWhatIsAsked(t *testing.T) {
@@ -380,6 +395,11 @@ func TestConnHoldsOnlyWhatIsAsked(t *testing.T) {
 		_ = c.SetDeadline(time.Time{})
 	})
 	require.Equal(t, 1.0, allocs, "the conn")
+	c := newConn(cfg, raddr, nil)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Hour)))
+	require.NotNil(t, c.rd.p.Load())
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
+	require.Nil(t, c.rd.p.Load(), "a cleared deadline is dropped")
 
 	for _, early := range []bool{false, true} {
 		c := Client(udpSocket(t, nil, 0), raddr, cfg)
