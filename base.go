@@ -37,8 +37,8 @@ type connBase struct {
 	openedF   atomic.Bool
 
 	a      *assoc
-	rd, wd *deadline.Deadline
-	done   chan struct{} // closed when the association has ended
+	rd, wd lazyDeadline
+	done   atomic.Pointer[chan struct{}] // Done's channel, made by Done; closedChan once the association has ended
 
 	// guarded by a.mu
 	opened     bool // handshake complete
@@ -50,7 +50,73 @@ type connBase struct {
 }
 
 func newBase(cfg *Config, raddr net.Addr, k kind) connBase {
-	return connBase{cfg: cfg, raddr: raddr, k: k, rd: deadline.New(), wd: deadline.New(), done: make(chan struct{})}
+	return connBase{cfg: cfg, raddr: raddr, k: k}
+}
+
+// closedChan is the channel Done returns for a conn that ended before
+// Done was first called.
+var closedChan = func() *chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return &c
+}()
+
+// finish closes Done's channel, if Done made one, and makes it closedChan
+// for later calls. Call it once, when the conn has ended.
+func (b *connBase) finish() {
+	if p := b.done.Swap(closedChan); p != nil && p != closedChan {
+		close(*p)
+	}
+}
+
+// lazyDeadline is a deadline.Deadline made when set to a time and
+// dropped when cleared, so that a conn with no deadline holds none (a
+// struct, a channel and a timer: an idle stream keeps its conn for as
+// long as it lasts).
+type lazyDeadline struct {
+	p atomic.Pointer[deadline.Deadline]
+}
+
+// set sets the deadline to t; a zero t drops it. It reports whether it
+// made one: calls waiting until then watched none. A call watching a
+// dropped one watches a channel that never fires.
+func (l *lazyDeadline) set(t time.Time) (made bool) {
+	if t.IsZero() {
+		if d := l.p.Swap(nil); d != nil {
+			d.Set(t) // stops its timer
+		}
+		return false
+	}
+	for {
+		if d := l.p.Load(); d != nil {
+			d.Set(t)
+			return false
+		}
+		if d := deadline.New(); l.p.CompareAndSwap(nil, d) {
+			d.Set(t)
+			return true
+		}
+	}
+}
+
+// done returns a channel closed once the deadline has passed: nil, never
+// ready, while none is set.
+func (l *lazyDeadline) done() <-chan struct{} {
+	if d := l.p.Load(); d != nil {
+		return d.Done()
+	}
+	return nil
+}
+
+// setDeadline sets l to t. Calls already waiting watched no deadline if
+// this made it: they are woken to watch it. Before the handshake is done
+// no call waits on a deadline (see waitIO), and those that will find it.
+func (b *connBase) setDeadline(l *lazyDeadline, t time.Time) {
+	if l.set(t) && b.openedF.Load() {
+		b.a.mu.Lock()
+		b.a.notifyLocked()
+		b.a.mu.Unlock()
+	}
 }
 
 // begin registers the association and arms the handshake timer. It
@@ -71,7 +137,7 @@ func (b *connBase) start() error {
 	b.startOnce.Do(func() {
 		if b.startFn != nil {
 			if b.startErr = b.startFn(); b.startErr != nil {
-				close(b.done)
+				b.finish()
 			}
 		}
 	})
@@ -91,13 +157,13 @@ func (b *connBase) Handshake(ctx context.Context) error {
 	if err := b.start(); err != nil {
 		return err
 	}
-	return b.wait(ctx.Done(), ctx.Err, "handshake", func() (bool, error) { return b.opened, nil })
+	return b.wait(ctx.Done, ctx.Err, "handshake", func() (bool, error) { return b.opened, nil })
 }
 
 // wait loops until check reports done or an error, the conn is closed or
-// has failed, or stop fires (then it fails with stopErr()). check runs with
-// a.mu held.
-func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, check func() (bool, error)) error {
+// has failed, or the channel stop returns fires (then it fails with
+// stopErr()). check and stop run with a.mu held.
+func (b *connBase) wait(stop func() <-chan struct{}, stopErr func() error, op string, check func() (bool, error)) error {
 	a := b.a
 	var woken *waiter
 	for {
@@ -116,12 +182,12 @@ func (b *connBase) wait(stop <-chan struct{}, stopErr func() error, op string, c
 			a.mu.Unlock()
 			return opError(op, b.LocalAddr(), b.raddr, err)
 		}
-		w := a.addWaiter()
+		w, st := a.addWaiter(), stop()
 		a.mu.Unlock()
 		select {
 		case <-w.c: // notifyLocked took it off the list
 			woken = w
-		case <-stop:
+		case <-st:
 			a.doneWaiting(w)
 			return opError(op, b.LocalAddr(), b.raddr, stopErr())
 		}
@@ -158,7 +224,7 @@ func (b *connBase) closeUnused() bool {
 	})
 	if unused {
 		b.closeFn()
-		close(b.done)
+		b.finish()
 	}
 	return unused
 }
@@ -204,18 +270,18 @@ func (b *connBase) RemoteAddr() net.Addr { return b.raddr }
 // SetDeadline sets the read and write deadlines, as net.Conn describes. A
 // zero time means no deadline. It never fails.
 func (b *connBase) SetDeadline(t time.Time) error {
-	b.rd.Set(t)
-	b.wd.Set(t)
+	b.setDeadline(&b.rd, t)
+	b.setDeadline(&b.wd, t)
 	return nil
 }
 
 // SetReadDeadline sets the deadline for blocked and future reads. Expiry
 // makes them fail with os.ErrDeadlineExceeded. It never fails.
-func (b *connBase) SetReadDeadline(t time.Time) error { b.rd.Set(t); return nil }
+func (b *connBase) SetReadDeadline(t time.Time) error { b.setDeadline(&b.rd, t); return nil }
 
 // SetWriteDeadline sets the deadline for blocked and future writes.
 // Expiry makes them fail with os.ErrDeadlineExceeded. It never fails.
-func (b *connBase) SetWriteDeadline(t time.Time) error { b.wd.Set(t); return nil }
+func (b *connBase) SetWriteDeadline(t time.Time) error { b.setDeadline(&b.wd, t); return nil }
 
 // Protocol returns the wire protocol the conn speaks.
 func (b *connBase) Protocol() Protocol { return b.cfg.Protocol }
@@ -244,8 +310,18 @@ func (b *connBase) beginClose(now time.Time) {
 // finished, or Config.Linger ran out; or when the conn failed. Close does
 // not block, and delivery goes on in the background, so a program that
 // closes a conn and then exits should wait for Done. Stats are final once
-// Done is closed.
-func (b *connBase) Done() <-chan struct{} { return b.done }
+// Done is closed. A conn nobody asked for Done holds no channel.
+func (b *connBase) Done() <-chan struct{} {
+	p := b.done.Load()
+	if p == nil {
+		c := make(chan struct{})
+		if b.done.CompareAndSwap(nil, &c) {
+			return c
+		}
+		p = b.done.Load()
+	}
+	return *p
+}
 
 // endedBase implements upper.ended for both kinds.
 func (b *connBase) endedBase(err error) {
@@ -253,7 +329,7 @@ func (b *connBase) endedBase(err error) {
 		err = b.handshakeTimeout()
 	}
 	b.over = true
-	close(b.done)
+	b.finish()
 	if b.err == nil {
 		b.err = err
 	}
@@ -314,13 +390,13 @@ func (b *connBase) expire(code uint8, err error, cond func() bool) {
 // once dl has passed (at once if it already has, and before check runs).
 // A closed conn fails with net.ErrClosed whatever the deadline, as TCP
 // conns do.
-func (b *connBase) waitIO(op string, dl *deadline.Deadline, check func() (bool, error)) error {
+func (b *connBase) waitIO(op string, dl *lazyDeadline, check func() (bool, error)) error {
 	if err := b.Handshake(context.Background()); err != nil {
 		return err
 	}
-	return b.wait(dl.Done(), deadlineErr, op, func() (bool, error) {
+	return b.wait(dl.done, deadlineErr, op, func() (bool, error) {
 		select {
-		case <-dl.Done():
+		case <-dl.done():
 			return false, errTimeout
 		default:
 		}

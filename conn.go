@@ -100,7 +100,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 // passes (os.ErrDeadlineExceeded) or the conn fails or is closed.
 func (c *Conn) Read(p []byte) (int, error) {
 	n := 0
-	err := c.waitIO("read", c.rd, func() (bool, error) {
+	err := c.waitIO("read", &c.rd, func() (bool, error) {
 		if len(p) == 0 {
 			return true, nil
 		}
@@ -121,7 +121,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 // written are delivered unless the conn fails.
 func (c *Conn) Write(p []byte) (int, error) {
 	total := 0
-	err := c.waitIO("write", c.wd, func() (bool, error) {
+	err := c.waitIO("write", &c.wd, func() (bool, error) {
 		if c.over || c.st.Err() != nil {
 			return false, c.failure()
 		}

@@ -224,7 +224,7 @@ func (c *MessageConn) Read(p []byte) (int, error) {
 // read waits for the next message and gives it to take; the message is
 // consumed when take returns nil.
 func (c *MessageConn) read(take func(engine.Message) error) error {
-	return c.waitIO("read", c.rd, func() (bool, error) {
+	return c.waitIO("read", &c.rd, func() (bool, error) {
 		if c.head == len(c.queue) {
 			if c.over && c.err == nil {
 				return false, io.EOF // the peer closed (POROUS, LLUDP)
@@ -262,7 +262,7 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 func (c *MessageConn) WriteMessage(m Message) error {
 	opt := engine.SendOptions{Delivery: engine.Delivery(m.Delivery), Channel: m.Channel, MessageNumber: m.Number,
 		Params: m.params()}
-	return c.waitIO("write", c.wd, func() (bool, error) {
+	return c.waitIO("write", &c.wd, func() (bool, error) {
 		if c.over {
 			return false, c.failure() // why it ended, not the engine's "closed"
 		}

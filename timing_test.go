@@ -347,6 +347,83 @@ func TestDeadlines(t *testing.T) {
 	})
 }
 
+// TestDeadlineSetDuringRead: a Read blocked on a conn whose deadlines
+// were never set (it holds none) ends exactly when a read deadline set
+// meanwhile passes; so does one whose deadline was cleared (and dropped)
+// while it waited, then set again.
+func TestDeadlineSetDuringRead(t *testing.T) {
+	const d = 50 * time.Millisecond
+	forEachKind(t, func(t *testing.T, p Protocol, k vkind, vp *vpath) {
+		cfg := vcfg(Config{Protocol: p, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
+		c, _ := k.pair(t, vp, cfg)
+		for _, set := range []bool{false, true} {
+			start := time.Now()
+			if set {
+				require.NoError(t, c.SetReadDeadline(start.Add(d/2)))
+			}
+			go func() {
+				if set {
+					time.Sleep(d / 4)
+					_ = c.SetReadDeadline(time.Time{})
+				}
+				time.Sleep(d)
+				_ = c.SetReadDeadline(time.Now().Add(d))
+			}()
+			var err error
+			within(t, time.Second, func() { _, err = recv(c) })
+			want := 2 * d
+			if set {
+				want += d / 4
+			}
+			require.Equal(t, want, time.Since(start), "deadline set before: %v", set)
+			requireTimeout(t, err, os.ErrDeadlineExceeded)
+			require.NoError(t, c.SetReadDeadline(time.Time{}))
+		}
+	})
+}
+
+// TestConnHoldsOnlyWhatIsAsked: a conn holds a deadline only while one
+// is set (a zero deadline drops it), and no Done channel until Done is
+// called (idle streams keep their conns); Done asked after the end is
+// closed at once, Done asked before is closed at the end.
+func TestConnHoldsOnlyWhatIsAsked(t *testing.T) {
+	cfg, err := (&Config{}).resolved()
+	require.NoError(t, err)
+	raddr := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}
+	allocs := testing.AllocsPerRun(100, func() {
+		c := newConn(cfg, raddr, nil)
+		_ = c.SetDeadline(time.Time{})
+	})
+	require.Equal(t, 1.0, allocs, "the conn")
+	c := newConn(cfg, raddr, nil)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Hour)))
+	require.NotNil(t, c.rd.p.Load())
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
+	require.Nil(t, c.rd.p.Load(), "a cleared deadline is dropped")
+
+	for _, early := range []bool{false, true} {
+		c := Client(udpSocket(t, nil, 0), raddr, cfg)
+		var done <-chan struct{}
+		if early {
+			done = c.Done()
+			select {
+			case <-done:
+				t.Fatal("Done closed before Close")
+			default:
+			}
+		}
+		require.NoError(t, c.Close()) // never used: ends at once
+		if !early {
+			done = c.Done()
+		}
+		select {
+		case <-done:
+		default:
+			t.Fatalf("Done (asked early: %v) not closed after Close", early)
+		}
+	}
+}
+
 // TestHandshakeTimeoutText: the handshake-timeout error says what was
 // tried, with whom, for how long, and why a peer may stay silent.
 func TestHandshakeTimeoutText(t *testing.T) {

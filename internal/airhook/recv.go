@@ -141,7 +141,7 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 	probe := !newPeer && p.Seq != s.lastAccepted && len(p.Messages) == 0 &&
 		len(p.Missed) == 0 && next == s.nextIn
 
-	oldConfirmed := s.confirmed
+	oldConfirmed, oldIn := s.confirmed, s.confirmedIn()
 	if p.ObservedSession != 0 {
 		s.peerKnowsUs = true
 	}
@@ -150,15 +150,15 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 		if s.push == pushSent && inRange(uint8(s.pushSeq), s.confirmed+1, o+1) {
 			s.push = pushDone
 		}
-		s.confirmed = o
+		s.setConfirmed(o)
 	}
-	old, conf := s.rec(oldConfirmed), s.rec(s.confirmed)
+	old, conf, confIn := s.rec(oldConfirmed), s.rec(s.confirmed), s.confirmedIn()
 	s.lastAccepted = p.Seq
 	if !newPeer {
 		s.answered()
 	}
 
-	s.cullMissed(old.nextIn, conf.nextIn)
+	s.cullMissed(oldIn, confIn)
 	s.detectGap(next)
 	s.actOnMissed(p.Missed, old.nextOut, conf.nextOut)
 	s.confirmMessages(old.nextOut, conf.nextOut)
@@ -188,7 +188,7 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 		// keepalive probe, a new packet that says nothing and confirms
 		// nothing new.
 		s.kick, s.kickAt = true, now
-	case conf.nextIn != s.nextIn || len(p.Missed) > 0:
+	case confIn != s.nextIn || len(p.Missed) > 0:
 		s.retryArmed = true
 	}
 	if s.state == engine.StateHandshake && s.peerKnowsUs {
@@ -287,7 +287,7 @@ func (s *Session) adoptPeer(p *Packet) {
 			s.requeue(n)
 		}
 		s.nextOut = 0
-		s.confirmed = uint8(s.lastSent)
+		s.setConfirmed(uint8(s.lastSent))
 	}
 	s.lastObservedSent = uint8(p.Seq - 1)
 	s.peerKnowsUs = false
@@ -299,11 +299,11 @@ func (s *Session) adoptPeer(p *Packet) {
 // cullMissed drops the missed entries the peer has seen reported: those
 // detected while the peer's newly confirmed packets were sent (docs/protocols/airhook.md §3.6).
 func (s *Session) cullMissed(from, to uint8) {
-	k := 0
+	k := uint16(0)
 	for k < s.nMissed && inRange(s.missed[k], from, to) {
 		k++
 	}
-	s.nMissed = copy(s.missed[:], s.missed[k:s.nMissed])
+	s.nMissed = uint16(copy(s.missed[:], s.missed[k:s.nMissed]))
 }
 
 // detectGap records as missed every peer message number before next that

@@ -48,17 +48,17 @@ type Session struct {
 	lastAccepted     uint16 // newest peer sequence number accepted
 	lastObservedSent uint8  // observed octet in our newest packet
 	confirmed        uint8  // newest octet of ours the peer confirmed
+	confIn           uint8  // with a log of one record: the nextIn of confirmed's (see confirmedIn)
 	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
 	state            engine.State
-	recvShut         bool // SetRecvOpen(false): new messages are refused
+	nMissed          uint16 // entries of missed
 	// log holds the records of our packets from confirmed to lastSent, by
 	// the low octets of their sequence numbers modulo its length, a power
 	// of two up to 256 that grows with the packets unconfirmed (see rec,
 	// reserve), from firstLog, and that Trim shrinks.
 	log []record
 
-	missed  [maxMissed]uint8 // peer message numbers detected lost, oldest first
-	nMissed int
+	missed [maxMissed]uint8 // peer message numbers detected lost, oldest first
 
 	waiting   []*outMsg // sent and unconfirmed, by message number (256 entries; nil once trimmed)
 	queue     outQueue  // waiting for a message number
@@ -80,6 +80,7 @@ type Session struct {
 	kickAt       time.Time // when a packet is due, if kick
 	kick         bool      // a packet is due at kickAt
 	retryArmed   bool      // a packet is due one RTO after the last transmit
+	recvShut     bool      // SetRecvOpen(false): new messages are refused
 
 	// Challenge of a new peer session announced once established (see
 	// challenged).
@@ -151,8 +152,10 @@ func (s *Session) reserve(seq uint8) {
 }
 
 // resizeLog moves the records from confirmed to lastSent to a log of n
-// records.
+// records. A log of one record holds lastSent's, and keeps the nextIn of
+// confirmed's in confIn.
 func (s *Session) resizeLog(n int) {
+	in := s.confirmedIn()
 	log := make([]record, n)
 	for q := s.confirmed; ; q++ {
 		log[int(q)&(n-1)] = *s.rec(q)
@@ -161,12 +164,38 @@ func (s *Session) resizeLog(n int) {
 		}
 	}
 	s.log = log
+	if n == 1 {
+		s.confIn = in
+	} else {
+		s.rec(s.confirmed).nextIn = in
+	}
+}
+
+// confirmedIn returns the nextIn of the record of confirmed: the peer's
+// next message number as known when that packet was sent. A log of one
+// record keeps it apart (confIn), for the record stands for the packets
+// after confirmed, which may have been sent after more of the peer's
+// messages arrived (see Trim).
+func (s *Session) confirmedIn() uint8 {
+	if len(s.log) == 1 {
+		return s.confIn
+	}
+	return s.rec(s.confirmed).nextIn
+}
+
+// setConfirmed records that the peer confirmed our packets up to seq.
+func (s *Session) setConfirmed(seq uint8) {
+	if seq != s.confirmed && len(s.log) == 1 {
+		s.confIn = s.log[0].nextIn // seq's record is the one kept
+	}
+	s.confirmed = seq
 }
 
 // Trim frees what an idle session keeps for traffic: the log's records
 // beyond those of the packets unconfirmed, and all but one when those
-// carried no message and saw no message numbering move (an idle session's
-// keepalive answers, which the peer's probes never confirm), the table of
+// after the confirmed one carried no message and are alike (an idle
+// session's keepalive answers, which the peer's probes never confirm,
+// and the packet that confirmed the peer's last messages), the table of
 // messages in flight when none is, the congestion controller's model when
 // nothing is in flight, the empty queues and the recycled message
 // buffers. They are allocated again when needed.
@@ -193,14 +222,16 @@ func (s *Session) Trim() {
 }
 
 // alike reports whether the records after confirmed up to lastSent are
-// all alike: none carried a message, and they hold the message numbers of
-// the confirmed one (whose other fields no longer matter). A log of one
-// record, lastSent's, then stands for each.
+// all alike: none carried a message, and they hold the nextOut of the
+// confirmed one and lastSent's nextIn. Of the confirmed record only
+// nextOut and nextIn are read again, so a log of one record, lastSent's,
+// then stands for each, the confirmed one's nextIn kept apart (see
+// confirmedIn).
 func (s *Session) alike() bool {
-	first := s.rec(s.confirmed)
+	first, last := s.rec(s.confirmed), s.rec(uint8(s.lastSent))
 	for q := s.confirmed + 1; q != uint8(s.lastSent)+1; q++ {
 		r := s.rec(q)
-		if r.messages || r.nextOut != first.nextOut || r.nextIn != first.nextIn {
+		if r.messages || r.nextOut != first.nextOut || r.nextIn != last.nextIn {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/enginetest"
@@ -497,7 +498,7 @@ func TestMissedListCapped(t *testing.T) {
 	for i, next := range []uint8{0xff, 0, 3} {
 		require.NoError(t, c.HandleDatagram(now, encode(Packet{Seq: uint16(2 + i), ObservedSeq: 3, Next: next})))
 	}
-	require.Equal(t, maxMissed, c.nMissed)
+	require.Equal(t, maxMissed, int(c.nMissed))
 	n := c.Poll(now, buf)
 	var pk Packet
 	require.NoError(t, Decode(buf[:n], &pk))
@@ -703,4 +704,10 @@ func TestChallengeReprobes(t *testing.T) {
 	require.Equal(t, uint64(1), a.Stats().SpoofsRefused)
 	require.False(t, a.chalOn || a.chalPassed)
 	require.Equal(t, uint32(idB), a.PeerSession())
+}
+
+// TestSessionSize: every idle stream keeps one Session, which fits the
+// allocator's 1,152-byte size class (the next is 1,280).
+func TestSessionSize(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(Session{}), uintptr(1152))
 }

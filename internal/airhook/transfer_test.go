@@ -95,3 +95,39 @@ func TestIdleLogStaysSmall(t *testing.T) {
 	p.AB.Loss, p.BA.Loss = 0.3, 0.3
 	p.RunFlows(100_000, enginetest.NewFlow("ab", 300, 1), enginetest.NewFlow("ba", 300, 2), nil)
 }
+
+// TestIdleLogAfterPeerMessage: the answering side's last packet before
+// the pair idles confirms the prober's last message, and nothing
+// confirms it (the prober has nothing new to say, and its probes confirm
+// nothing), so the confirmed packet knew fewer of the peer's messages
+// than those after it; Trim still keeps one record, the confirmed one's
+// nextIn kept apart, and lossy transfers afterwards, with the log grown
+// from that record, are delivered exactly once.
+func TestIdleLogAfterPeerMessage(t *testing.T) {
+	a := Config{Session: 0x11111111, KeepAlive: time.Second, IdleTimeout: 3 * time.Second}
+	b := Config{Session: 0x22222222, KeepAlive: 2 * time.Second, IdleTimeout: 3 * time.Second}
+	p := newPair(t, a, b, 10*time.Millisecond, 0, 1)
+	p.RunFlows(100_000, enginetest.NewFlow("ab", 50, 3), enginetest.NewFlow("ba", 50, 4), nil)
+	p.RunFlows(100_000, enginetest.NewFlow("last", 1, 5), enginetest.NewFlow("none", 0, 6), nil)
+	p.Advance(p.Now.Add(100 * time.Millisecond))
+	require.NotEqual(t, p.B.confirmedIn(), p.B.rec(uint8(p.B.lastSent)).nextIn, "B's last packet is unconfirmed and knows one more message")
+	for i := range 300 {
+		p.Advance(p.Now.Add(time.Second))
+		for _, s := range []*Session{p.A, p.B} {
+			require.Equal(t, engine.StateEstablished, s.State())
+			in, last := s.confirmedIn(), *s.rec(uint8(s.lastSent))
+			s.Trim()
+			require.Len(t, s.log, 1, "interval %d", i)
+			require.Equal(t, in, s.confirmedIn(), "interval %d", i)
+			require.Equal(t, last, s.log[0], "interval %d", i)
+		}
+	}
+	p.AB.Loss, p.BA.Loss = 0.3, 0.3
+	p.RunFlows(100_000, enginetest.NewFlow("ab", 300, 1), enginetest.NewFlow("ba", 300, 2), nil)
+	for i := range 20 {
+		p.Advance(p.Now.Add(time.Second))
+		p.A.Trim()
+		p.B.Trim()
+		p.RunFlows(100_000, enginetest.NewFlow("ab", 20, uint64(10+i)), enginetest.NewFlow("ba", i%2, uint64(40+i)), nil)
+	}
+}

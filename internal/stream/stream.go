@@ -56,7 +56,7 @@ type Config struct {
 	RecvWindow int
 	// MaxRecvWindow is how far the receive window may grow, in bytes: while
 	// the reader keeps up, the window follows the rate at which the peer's
-	// data arrives, up to MaxRecvWindow (see Tune and autoTune). 0, or a value below
+	// data arrives, up to MaxRecvWindow (see Tune). 0, or a value below
 	// RecvWindow, keeps the window at RecvWindow; at most MaxBuffer.
 	MaxRecvWindow int
 	// SendBuffer is how many bytes accepted by Write and not yet framed
@@ -96,16 +96,13 @@ type Stream struct {
 	maxFrame   int
 	recvWindow uint64 // the current receive window
 	maxWindow  uint64 // Config.MaxRecvWindow
-	// Auto-tuning (see Tune): the clock and RTT the caller gave, and the
-	// epoch over which the peer's pace is measured.
-	now        time.Time
-	rtt        time.Duration
+	// Auto-tuning (see Tune): the epoch over which the peer's pace is
+	// measured.
 	epochAt    time.Time
 	epochEnd   uint64  // maxEnd at epochAt
 	epochRate  float64 // bytes/s arriving over the previous epoch
 	sendBuffer int
 	threshold  uint64 // limit increase that makes a WINDOW due
-	ordered    bool
 
 	// Sending.
 	tx         sendRing // bytes written, not framed
@@ -119,29 +116,33 @@ type Stream struct {
 	rstPending bool
 	rstSent    bool
 	rstCode    uint8
+	ordered    bool // Config.Ordered
 
 	// Receiving. readOff <= recvNext <= maxEnd <= advertised, all relative
 	// to the peer's start.
-	rx          recvRing
-	opened      bool     // the peer's HELLO was received
-	peerStart   uint64   // the wire offset of the peer's byte 0
-	echo        uint64   // the peer's token, to send back in an ECHO; 0 once sent
-	validated   bool     // the peer echoed Token (or there is no Token)
-	early       [][]byte // frames received before the peer's HELLO (unordered engines)
-	earlyBytes  int
-	ignored     uint64 // frames dropped as implausible (see Ignored)
-	advertised  uint64 // highest limit sent to the peer
-	readOff     uint64 // bytes consumed by the reader
-	recvNext    uint64 // bytes received in order
-	maxEnd      uint64 // end of the highest byte received
-	finReceived bool
-	final       uint64 // the peer's final offset, once finReceived
+	rx         recvRing
+	peerStart  uint64   // the wire offset of the peer's byte 0
+	echo       uint64   // the peer's token, to send back in an ECHO; 0 once sent
+	early      [][]byte // frames received before the peer's HELLO (unordered engines)
+	earlyBytes int
+	ignored    uint64 // frames dropped as implausible (see Ignored)
+	advertised uint64 // highest limit sent to the peer
+	readOff    uint64 // bytes consumed by the reader
+	recvNext   uint64 // bytes received in order
+	maxEnd     uint64 // end of the highest byte received
+	final      uint64 // the peer's final offset, once finReceived
 
 	// Termination.
 	err       error // terminal error: ErrReset, ErrAborted or protocol
 	drain     bool  // peer reset after its FIN: reading continues to io.EOF
 	peerReset bool
 	peerCode  uint8
+
+	// The receiving flags, beside the termination ones so that a Stream
+	// fits 352 bytes (every idle stream keeps one).
+	opened      bool // the peer's HELLO was received
+	validated   bool // the peer echoed Token (or there is no Token)
+	finReceived bool
 }
 
 // New returns a Stream with a HELLO frame queued. It panics if a Config
@@ -373,44 +374,40 @@ func (s *Stream) Trim() {
 	}
 }
 
-// Tune gives the stream the time and the path's round-trip time, which
-// auto-tuning of the receive window needs; call it before NextFrame. A
-// stream that is never given an RTT keeps its window at RecvWindow.
-func (s *Stream) Tune(now time.Time, rtt time.Duration) {
-	s.now, s.rtt = now, rtt
-	s.autoTune()
-}
-
 // RecvWindow is the current receive window in bytes.
 func (s *Stream) RecvWindow() int { return int(s.recvWindow) }
 
-// autoTune runs at each Tune. Over spans of at least an RTT it measures
-// the rate at which the peer's bytes arrive and, while the reader keeps up
-// (it has read all but a quarter window of the bytes received in order),
-// grows the window to eight RTTs of that rate, times the rate's growth
-// since the previous span (at most 2: a sender in slow start doubles per
-// RTT, and the window must be ahead of it by the time the peer learns of
-// it), up to MaxRecvWindow. A slow reader, not keeping up, keeps the
-// window at RecvWindow. Eight, where quic-go's auto-tuning settles at
-// four (internal/flowcontrol, base_flow_controller.go,
-// maybeAdjustWindowSize, at v0.65.0), because on a lossy path the window
-// covers more than the data in flight: what arrives behind a lost
-// datagram waits a round trip or more for its resend (an ordered engine
-// holds it, unseen here), and the WINDOW frame takes half a round trip
-// to arrive. With a third of the window in flight, eight RTTs of the rate
-// still grows it faster than slow start. Scaling by the rate's growth is
-// what Linux does for a sender in slow start (net/ipv4/tcp_input.c,
+// Tune gives the stream the time and the path's round-trip time, which
+// auto-tuning of the receive window needs; call it before NextFrame. A
+// stream that is never given an RTT keeps its window at RecvWindow.
+//
+// Over spans of at least an RTT, Tune measures the rate at which the
+// peer's bytes arrive and, while the reader keeps up (it has read all but
+// a quarter window of the bytes received in order), grows the window to
+// eight RTTs of that rate, times the rate's growth since the previous span
+// (at most 2: a sender in slow start doubles per RTT, and the window must
+// be ahead of it by the time the peer learns of it), up to MaxRecvWindow.
+// A slow reader, not keeping up, keeps the window at RecvWindow. Eight,
+// where quic-go's auto-tuning settles at four (internal/flowcontrol,
+// base_flow_controller.go, maybeAdjustWindowSize, at v0.65.0), because on
+// a lossy path the window covers more than the data in flight: what
+// arrives behind a lost datagram waits a round trip or more for its
+// resend (an ordered engine holds it, unseen here), and the WINDOW frame
+// takes half a round trip to arrive. With a third of the window in
+// flight, eight RTTs of the rate still grows it faster than slow start.
+// Scaling by the rate's growth is what Linux does for a sender in slow
+// start (net/ipv4/tcp_input.c,
 // tcp_rcv_space_adjust, at v6.12).
-func (s *Stream) autoTune() {
-	if s.rtt <= 0 || s.recvWindow >= s.maxWindow {
+func (s *Stream) Tune(now time.Time, rtt time.Duration) {
+	if rtt <= 0 || s.recvWindow >= s.maxWindow {
 		return
 	}
 	if s.epochAt.IsZero() {
-		s.epochAt, s.epochEnd = s.now, s.maxEnd
+		s.epochAt, s.epochEnd = now, s.maxEnd
 		return
 	}
-	elapsed := s.now.Sub(s.epochAt)
-	if elapsed < s.rtt || s.recvNext-s.readOff > s.recvWindow/4 {
+	elapsed := now.Sub(s.epochAt)
+	if elapsed < rtt || s.recvNext-s.readOff > s.recvWindow/4 {
 		return // too short to measure, or the reader is behind: the span goes on
 	}
 	rate := float64(s.maxEnd-s.epochEnd) / elapsed.Seconds()
@@ -418,11 +415,11 @@ func (s *Stream) autoTune() {
 	if s.epochRate > 0 {
 		growth = min(max(rate/s.epochRate, 1), 2)
 	}
-	if want := uint64(8 * growth * rate * s.rtt.Seconds()); want > s.recvWindow {
+	if want := uint64(8 * growth * rate * rtt.Seconds()); want > s.recvWindow {
 		s.recvWindow = min(want, s.maxWindow)
 		s.threshold = windowStep(s.recvWindow)
 	}
-	s.epochAt, s.epochEnd, s.epochRate = s.now, s.maxEnd, rate
+	s.epochAt, s.epochEnd, s.epochRate = now, s.maxEnd, rate
 }
 
 // maxWindowStep bounds how far the reader may get ahead of the limit last

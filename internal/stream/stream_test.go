@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -268,4 +269,10 @@ func TestSendRingWrap(t *testing.T) {
 		out = append(out, dst[:k]...)
 	}
 	requireSameBytes(t, in, out)
+}
+
+// TestStreamSize: every idle stream keeps one Stream, which fits the
+// allocator's 352-byte size class (the next is 384).
+func TestStreamSize(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(Stream{}), uintptr(352))
 }

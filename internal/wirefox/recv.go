@@ -320,7 +320,7 @@ func (s *Session) takeClose() {
 // being reassembled.
 func (s *Session) reassemble(p *Packet) bool {
 	r := s.reasm[p.Container]
-	next := s.mode(p.Channel) == Ordered && p.Seq == s.rxNext[p.Channel]
+	next := s.mode(p.Channel) == Ordered && p.Seq == s.chans[p.Channel].rxNext
 	if r == nil {
 		if len(s.reasm) >= maxReassembly && !next {
 			return true
@@ -397,32 +397,33 @@ func (r *reassembly) assemble() []byte {
 // delivering. It reports whether the message was refused: an ORDERED
 // message ahead of a gap that MaxRecvBuffer cannot hold.
 func (s *Session) deliver(ch uint8, seq uint32, opts byte, data []byte) bool {
+	c := &s.chans[ch]
 	switch s.mode(ch) {
 	case Sequenced:
-		if int32(seq-s.rxNext[ch]) < 0 {
+		if int32(seq-c.rxNext) < 0 {
 			return false // older than the newest delivered
 		}
-		s.rxNext[ch] = seq + 1
+		c.rxNext = seq + 1
 	case Ordered:
-		switch d := int32(seq - s.rxNext[ch]); {
+		switch d := int32(seq - c.rxNext); {
 		case d > 0:
 			if s.buffered+len(data) > s.cfg.MaxRecvBuffer {
 				return true
 			}
-			if s.held[ch] == nil {
-				s.held[ch] = make(map[uint32]heldMsg)
+			if c.held == nil {
+				c.held = make(map[uint32]heldMsg)
 			}
-			s.held[ch][seq] = heldMsg{data, opts}
+			c.held[seq] = heldMsg{data, opts}
 			s.buffered += len(data)
 			return false
 		case d == 0:
 			s.push(ch, opts, data)
-			for s.rxNext[ch]++; ; s.rxNext[ch]++ {
-				next, ok := s.held[ch][s.rxNext[ch]]
+			for c.rxNext++; ; c.rxNext++ {
+				next, ok := c.held[c.rxNext]
 				if !ok {
 					break
 				}
-				delete(s.held[ch], s.rxNext[ch])
+				delete(c.held, c.rxNext)
 				s.buffered -= len(next.data)
 				s.push(ch, next.opts, next.data)
 			}

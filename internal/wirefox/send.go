@@ -385,9 +385,9 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 		pk := s.packetOf(m, i, p.id)
 		b = AppendPacket(b, &pk)
 		m.next++
-		s.deficit[ch] -= size
+		s.chans[ch].deficit -= size
 		if m.next == m.nseg {
-			s.txq[ch].Pop()
+			s.chans[ch].txq.Pop()
 		}
 		if m.reliable() || m.nseg > 1 { // every segment is sent reliably (§3.6)
 			m.unacked++
@@ -426,17 +426,17 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 func (s *Session) nextMsg() (uint8, *outMsg) {
 	for s.active.Len() > 0 {
 		ch := *s.active.Front()
-		q := &s.txq[ch]
-		if q.Len() == 0 {
+		c := &s.chans[ch]
+		if c.txq.Len() == 0 {
 			s.active.Pop()
-			s.listed[ch], s.deficit[ch] = false, 0
+			c.listed, c.deficit = false, 0
 			continue
 		}
-		m := *q.Front()
-		if s.deficit[ch] >= segLen(m, m.next) {
+		m := *c.txq.Front()
+		if c.deficit >= segLen(m, m.next) {
 			return ch, m
 		}
-		s.deficit[ch] += s.quantum()
+		c.deficit += s.quantum()
 		s.active.Pop()
 		s.active.Push(ch)
 	}

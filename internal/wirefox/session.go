@@ -143,10 +143,7 @@ type Session struct {
 	// Sending (docs/protocols/wirefox.md §3.4).
 	nextDgram uint32
 	nextPkt   uint32
-	txSeq     []uint32               // next sequence per channel
-	txq       []engine.FIFO[*outMsg] // per channel
-	deficit   []int
-	listed    []bool
+	chans     []channel // channel 0, then Config.Channels
 	active    engine.FIFO[uint8]
 	inflight  struct{ head, tail *outPkt }
 	unackedN  int
@@ -173,8 +170,6 @@ type Session struct {
 
 	// Receiving.
 	dgHist, pktHist history
-	rxNext          []uint32 // ORDERED / SEQUENCED: next sequence expected
-	held            []map[uint32]heldMsg
 	reasm           map[uint32]*reassembly
 	buffered        int // bytes held or being reassembled
 	recv            engine.FIFO[engine.Message]
@@ -184,6 +179,17 @@ type Session struct {
 
 	chal  engine.Challenge
 	stats engine.Stats
+}
+
+// channel is what a Session keeps for one channel, in one allocation for
+// all: every idle stream keeps its channels.
+type channel struct {
+	txq     engine.FIFO[*outMsg] // queued messages
+	held    map[uint32]heldMsg   // ORDERED: messages ahead of rxNext; nil when empty and trimmed
+	deficit int                  // deficit round robin credit, while listed
+	txSeq   uint32               // next sequence to send
+	rxNext  uint32               // ORDERED / SEQUENCED: next sequence expected
+	listed  bool                 // in Session.active
 }
 
 // reassembly is a fragmented message being put together
@@ -224,12 +230,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		hsStart:  now,
 		lastRecv: now,
 		lastSend: now,
-		txSeq:    make([]uint32, n),
-		txq:      make([]engine.FIFO[*outMsg], n),
-		deficit:  make([]int, n),
-		listed:   make([]bool, n),
-		rxNext:   make([]uint32, n),
-		held:     make([]map[uint32]heldMsg, n),
+		chans:    make([]channel, n),
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
@@ -291,15 +292,16 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 
 // queue numbers m on its channel and puts it in line.
 func (s *Session) queue(m *outMsg) {
+	c := &s.chans[m.ch]
 	if s.mode(m.ch) != Unordered {
-		m.seq = s.txSeq[m.ch]
-		s.txSeq[m.ch]++
+		m.seq = c.txSeq
+		c.txSeq++
 	}
 	m.nseg = max(1, (len(m.blob)+SegmentSize-1)/SegmentSize)
-	s.txq[m.ch].Push(m)
-	if !s.listed[m.ch] {
-		s.listed[m.ch] = true
-		s.deficit[m.ch] = s.quantum()
+	c.txq.Push(m)
+	if !c.listed {
+		c.listed = true
+		c.deficit = s.quantum()
 		s.active.Push(m.ch)
 	}
 }
@@ -409,8 +411,12 @@ func (s *Session) Trim() {
 	}
 	s.dgHist.trim(true)
 	s.pktHist.trim(false)
-	for i := range s.txq {
-		s.txq[i].Trim()
+	for i := range s.chans {
+		c := &s.chans[i]
+		c.txq.Trim()
+		if len(c.held) == 0 {
+			c.held = nil
+		}
 	}
 	s.dueQ.Trim()
 	s.dgOrder.Trim()
@@ -425,11 +431,6 @@ func (s *Session) Trim() {
 	}
 	if len(s.reasm) == 0 {
 		s.reasm = nil
-	}
-	for i, h := range s.held {
-		if len(h) == 0 {
-			s.held[i] = nil
-		}
 	}
 }
 

@@ -59,8 +59,8 @@ func checkInvariants(t *testing.T, s *Session) {
 		t.Fatalf("negative counts: pending %d bytes %d unacked %d buffered %d", s.pending, s.pendBytes, s.unackedN, s.buffered)
 	}
 	held := 0
-	for _, h := range s.held {
-		for _, m := range h {
+	for _, c := range s.chans {
+		for _, m := range c.held {
 			held += len(m.data)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/stretchr/testify/require"
@@ -257,4 +258,10 @@ func TestRepeatAcks(t *testing.T) {
 		}
 		require.Equal(t, want, acks, "repeat %v", repeat)
 	}
+}
+
+// TestSessionSize: every idle stream keeps one Session, which fits the
+// allocator's 1,792-byte size class (the next is 2,048).
+func TestSessionSize(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(Session{}), uintptr(1792))
 }
