@@ -13,8 +13,8 @@ import (
 // upper is the layer above an association's engine: a stream Conn or a
 // MessageConn. All its methods are called with the association's mutex held.
 type upper interface {
-	// deliver takes one message the engine delivered.
-	deliver(m engine.Message)
+	// deliver takes one message the engine delivered at now.
+	deliver(now time.Time, m engine.Message)
 	// pump moves what the layer has queued into the engine, and drives its
 	// close procedure.
 	pump(now time.Time)
@@ -151,7 +151,7 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 		a.endLocked(ErrReset)
 		return false, true
 	}
-	a.deliverLocked() // keeps recvOpen() exact within a batch
+	a.deliverLocked(now) // keeps recvOpen() exact within a batch
 	return true, false
 }
 
@@ -167,13 +167,13 @@ func (a *assoc) discard(n int) {
 }
 
 // deliverLocked hands the engine's delivered messages to the upper layer.
-func (a *assoc) deliverLocked() {
+func (a *assoc) deliverLocked(now time.Time) {
 	for {
 		m, ok := a.eng.Recv()
 		if !ok {
 			return
 		}
-		a.up.deliver(m)
+		a.up.deliver(now, m)
 	}
 }
 
@@ -200,7 +200,7 @@ func (a *assoc) onTimer() {
 // engine has due, ends the association if the engine is done, re-arms the
 // timer and wakes waiters.
 func (a *assoc) settleLocked(now time.Time) {
-	a.deliverLocked()
+	a.deliverLocked(now)
 	a.up.pump(now)
 	b := sendPool.Get().(*sendBufs)
 	defer sendPool.Put(b)

@@ -129,7 +129,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		if n > 0 {
 			total += n
 			c.active = time.Now()
-			c.a.settleLocked(time.Now())
+			c.a.settleLocked(c.active)
 		} else if c.st.SendDone() {
 			return false, errClosed // after CloseWrite
 		}
@@ -213,12 +213,12 @@ func (c *Conn) failure() error {
 }
 
 // deliver implements upper.
-func (c *Conn) deliver(m engine.Message) {
+func (c *Conn) deliver(now time.Time, m engine.Message) {
 	if !c.cfg.isStreamFrame(m) {
 		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
 	}
-	c.active = time.Now()
+	c.active = now
 	if err := c.st.HandleFrame(m.Data[len(c.cfg.streamPrefix()):]); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
