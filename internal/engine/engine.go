@@ -251,6 +251,21 @@ type Recycler interface {
 	Recycle(b []byte)
 }
 
+// Builder is implemented by engines that let the caller write a message
+// in place, in a buffer the engine then keeps, which saves Send's copy.
+type Builder interface {
+	// MessageBuffer returns a buffer of n bytes, n at most
+	// Capabilities.MaxMessage, in which to write the next message. It
+	// returns the same buffer, its contents kept, until SendBuffer
+	// queues it or Trim (see Trimmer) frees it.
+	MessageBuffer(n int) []byte
+	// SendBuffer queues the first n bytes of the buffer MessageBuffer
+	// returned as one message, as Send would, without copying them. It
+	// returns Send's errors; after an error the buffer is kept as it
+	// was.
+	SendBuffer(n int, opt SendOptions) error
+}
+
 // Holder is implemented by engines that keep messages received, and
 // acknowledged to the peer, that they cannot deliver yet: POROUS holds a
 // channel's later packets until the earlier ones arrive. Held is how many

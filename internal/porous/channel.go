@@ -115,12 +115,11 @@ type txChannel struct {
 	listed     bool // in line in Session.active
 }
 
-// queuePacket numbers a copy of p as the next packet of channel ch and
-// queues it, or holds it while it is beyond the send window.
-func (s *Session) queuePacket(data []byte, ch uint8, mode engine.Delivery) {
+// queue numbers p, whose data is set, as the next packet of channel ch
+// and queues it, or holds it while it is beyond the send window.
+func (s *Session) queue(p *outPacket, ch uint8, mode engine.Delivery) {
 	c := &s.txch[ch]
-	p := s.newPacket(len(data))
-	copy(p.data, data)
+	data := p.data
 	p.ch, p.seq = ch, c.next
 	c.next = (c.next + 1) & seqMask24
 	p.lead = 0
