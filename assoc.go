@@ -119,17 +119,36 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine) *assoc {
 	return a
 }
 
-// input feeds one datagram to the engine; flush then brings everything up
-// to date, once per batch of datagrams. took reports that the engine took
-// the datagram; restarted, that it comes from a restarted peer and this
-// association has ended because of it, so the caller may treat the
-// datagram as a new peer's.
-func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
+// input feeds the datagrams of data, seg bytes each (the last one may be
+// shorter), to the engine under one lock; flush then brings everything up
+// to date, once per batch of datagrams. It stops after a datagram from a
+// restarted peer, which ends this association, and after one that finds
+// it over; it returns how many bytes it consumed. took reports that the
+// engine took at least one datagram; restarted, that the last one
+// consumed comes from a restarted peer, so the caller may treat it as a
+// new peer's.
+func (a *assoc) input(now time.Time, data []byte, seg int) (n int, took, restarted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.over {
-		return false, false
+	for n < len(data) {
+		p := data[n:min(n+seg, len(data))]
+		n += len(p)
+		if a.over {
+			return n, took, false
+		}
+		t, r := a.inputLocked(now, p)
+		took = took || t
+		if r {
+			return n, took, true
+		}
 	}
+	return n, took, false
+}
+
+// inputLocked feeds one datagram to the engine. took reports that the
+// engine took it; restarted, that it comes from a restarted peer and this
+// association has ended because of it.
+func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	a.refusals.reset() // the peer is there
 	if open := a.up.recvOpen(); open == a.recvShut {
 		a.recvShut = !open
