@@ -95,6 +95,9 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	c.a.sealed = true
 	c.recycle, _ = eng.(engine.Recycler)
 	c.build, _ = eng.(engine.Builder)
+	if s, ok := eng.(engine.Sinker); ok {
+		s.SetSink(c.take)
+	}
 }
 
 // Read reads in-order stream bytes into p. It blocks until at least one
@@ -216,6 +219,17 @@ func (c *Conn) failure() error {
 
 // deliver implements upper.
 func (c *Conn) deliver(now time.Time, m engine.Message) {
+	c.take(now, m)
+	if c.recycle != nil {
+		c.recycle.Recycle(m.Data) // the stream copied what it keeps
+	}
+}
+
+// take hands the stream frame that m carries to the stream, which copies
+// what it keeps. It is also the engine's sink (engine.Sinker), called
+// with the lock held during HandleDatagram, so that a frame that arrives
+// in order is copied once, into the stream.
+func (c *Conn) take(now time.Time, m engine.Message) {
 	if !c.cfg.isStreamFrame(m) {
 		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
@@ -223,9 +237,6 @@ func (c *Conn) deliver(now time.Time, m engine.Message) {
 	c.active = now
 	if err := c.st.HandleFrame(m.Data[len(c.cfg.streamPrefix()):]); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
-	}
-	if c.recycle != nil {
-		c.recycle.Recycle(m.Data) // the stream copied what it keeps
 	}
 }
 

@@ -266,6 +266,20 @@ type Builder interface {
 	SendBuffer(n int, opt SendOptions) error
 }
 
+// Sinker is implemented by engines that can hand a delivered message to
+// the caller during HandleDatagram, before copying it anywhere, instead
+// of queueing it for Recv.
+type Sinker interface {
+	// SetSink makes the engine call f with the messages it can deliver
+	// at once, in delivery order: during HandleDatagram, at the time
+	// HandleDatagram was given, with Data that is valid only during the
+	// call (it may alias the datagram). f must copy what it keeps and
+	// must not call the engine. The other messages still come through
+	// Recv, never out of order with those given to f. A nil f, the
+	// initial state, queues every message for Recv.
+	SetSink(f func(now time.Time, m Message))
+}
+
 // Holder is implemented by engines that keep messages received, and
 // acknowledged to the peer, that they cannot deliver yet: POROUS holds a
 // channel's later packets until the earlier ones arrive. Held is how many

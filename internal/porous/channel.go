@@ -661,6 +661,26 @@ func (s *Session) onFragment(m *Message) {
 	}
 }
 
+// sinkFragment hands m to the sink (see SetSink) and reports true if m
+// is a packet of one fragment that its channel delivers at once: the
+// next packet of the channel (at its base, so that its dependency, if
+// any, is met), with nothing of the channel held and nothing waiting
+// for Recv, of at most MaxPacket bytes. Its bytes are then not copied,
+// and no entry is made for it.
+func (s *Session) sinkFragment(m *Message) bool {
+	if s.sink == nil || m.LastFragmentID != 0 || !validFragment(m) || len(m.Data) > s.cfg.MaxPacket || s.recv.Len() > 0 {
+		return false
+	}
+	c := &s.rxch[m.Channel]
+	if c.n > 0 || m.PacketSeq != c.base {
+		return false
+	}
+	s.stats.MessagesRecv++
+	s.sink(s.now, engine.Message{Data: m.Data, Channel: m.Channel})
+	s.consume(m.Channel, 0)
+	return true
+}
+
 // refuse drops f unacknowledged if it carries new data, a Fragment or
 // Sentinel that has not arrived before, and reports whether it did; the
 // new messages count in Stats.Refused. The WindowAcks of a refused frame

@@ -139,8 +139,9 @@ type Session struct {
 	freeBytes int          // the capacity of their buffers
 	recvPool  [][]byte     // reassembly buffers handed back by Recycle
 	recv      engine.FIFO[engine.Message]
-	recvCost  engine.FIFO[recvCharge] // parallel to recv
-	recvShut  bool                    // SetRecvOpen(false): new data is refused
+	recvCost  engine.FIFO[recvCharge]         // parallel to recv
+	recvShut  bool                            // SetRecvOpen(false): new data is refused
+	sink      func(time.Time, engine.Message) // see SetSink
 
 	now     time.Time
 	created time.Time
@@ -309,6 +310,14 @@ func (s *Session) Recv() (engine.Message, bool) {
 	}
 	return m, ok
 }
+
+// SetSink makes the session hand each packet of one fragment that its
+// channel can deliver at once to f, during HandleDatagram, with Data
+// aliasing the datagram (engine.Sinker); other packets are queued for
+// Recv as before, and a packet goes to f only while nothing waits for
+// Recv, so that the order of delivery is kept. A nil f queues every
+// packet.
+func (s *Session) SetSink(f func(now time.Time, m engine.Message)) { s.sink = f }
 
 // SetRecvOpen opens or closes the session to new data (see
 // engine.Engine). While it is closed, a Data frame that carries a
