@@ -19,13 +19,8 @@ const (
 	// conn's): its one peer's datagrams are joined already, and a program
 	// with many conns should not hold half a MiB of buffers for each.
 	groBatchConnected = 2
-	// sendBatch is one pacer burst (congestion.MaxBurst, 64 KiB) of
-	// full-size datagrams (maxSend), so that one sendmmsg, and with GSO
-	// one message, carries a whole burst. It sets the size of the calls,
-	// not of the bursts: the congestion controller's pacer decides how
-	// many datagrams an association has to send at once.
-	sendBatch   = (64<<10 + maxSend - 1) / maxSend
-	maxDatagram = 2048 // largest datagram taken; larger ones are dropped
+	sendBatch         = 16
+	maxDatagram       = 2048 // largest datagram taken; larger ones are dropped
 )
 
 // batchConn is what ipv4.PacketConn and ipv6.PacketConn share for

@@ -274,14 +274,8 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 	return failed, refused
 }
 
-// maxSegments is the most datagrams one GSO message may carry (the
-// kernel's UDP_MAX_SEGMENTS); maxSegmented is the most bytes, the largest
-// UDP payload over IPv4, since the kernel sends the run as one datagram
-// before it segments it.
-const (
-	maxSegments  = 64
-	maxSegmented = 65535 - 20 - 8
-)
+// maxSegments is the most datagrams one GSO message may carry.
+const maxSegments = 64
 
 // sendScratch holds an association's messages for send, so that sending
 // allocates nothing.
@@ -303,7 +297,7 @@ func (sc *sendScratch) messages(bufs [][]byte, to net.Addr, gso bool) []ipv4.Mes
 	k := 0
 	for i := 0; i < len(bufs) && k < len(sc.ms); k++ {
 		size, j := len(bufs[i]), i+1
-		for gso && j < len(bufs) && j-i < min(maxSegments, maxSegmented/size) && len(bufs[j-1]) == size && len(bufs[j]) <= size {
+		for gso && j < len(bufs) && j-i < maxSegments && len(bufs[j-1]) == size && len(bufs[j]) <= size {
 			j++
 		}
 		m := &sc.ms[k]

@@ -127,25 +127,3 @@ func TestGSOOtherErrors(t *testing.T) {
 	require.True(t, ep.gso.Load())
 	requireReceived(t, rx, bufs[:1])
 }
-
-// TestGSOMessageSize: a full batch of the largest datagrams is grouped
-// into GSO messages that each stay within the largest UDP payload, which
-// the kernel refuses to exceed; each run keeps its order.
-func TestGSOMessageSize(t *testing.T) {
-	sc := newSendScratch(sendBatch)
-	bufs := datagrams(sendBatch, maxSend)[:sendBatch] // all of maxSend bytes
-	ms := sc.messages(bufs, nil, true)
-	var sizes []int
-	total := 0
-	for _, m := range ms {
-		n := 0
-		for _, b := range m.Buffers {
-			n += len(b)
-		}
-		require.LessOrEqual(t, n, maxSegmented)
-		sizes = append(sizes, len(m.Buffers))
-		total += len(m.Buffers)
-	}
-	require.Equal(t, []int{maxSegmented / maxSend, sendBatch - maxSegmented/maxSend}, sizes)
-	require.Equal(t, sendBatch, total)
-}
