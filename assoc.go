@@ -13,8 +13,8 @@ import (
 // upper is the layer above an association's engine: a stream Conn or a
 // MessageConn. All its methods are called with the association's mutex held.
 type upper interface {
-	// deliver takes one message the engine delivered.
-	deliver(m engine.Message)
+	// deliver takes one message the engine delivered at now.
+	deliver(now time.Time, m engine.Message)
 	// pump moves what the layer has queued into the engine, and drives its
 	// close procedure.
 	pump(now time.Time)
@@ -119,17 +119,36 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine) *assoc {
 	return a
 }
 
-// input feeds one datagram to the engine; flush then brings everything up
-// to date, once per batch of datagrams. took reports that the engine took
-// the datagram; restarted, that it comes from a restarted peer and this
-// association has ended because of it, so the caller may treat the
-// datagram as a new peer's.
-func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
+// input feeds the datagrams of data, seg bytes each (the last one may be
+// shorter), to the engine under one lock; flush then brings everything up
+// to date, once per batch of datagrams. It stops after a datagram from a
+// restarted peer, which ends this association, and after one that finds
+// it over; it returns how many bytes it consumed. took reports that the
+// engine took at least one datagram; restarted, that the last one
+// consumed comes from a restarted peer, so the caller may treat it as a
+// new peer's.
+func (a *assoc) input(now time.Time, data []byte, seg int) (n int, took, restarted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.over {
-		return false, false
+	for n < len(data) {
+		p := data[n:min(n+seg, len(data))]
+		n += len(p)
+		if a.over {
+			return n, took, false
+		}
+		t, r := a.inputLocked(now, p)
+		took = took || t
+		if r {
+			return n, took, true
+		}
 	}
+	return n, took, false
+}
+
+// inputLocked feeds one datagram to the engine. took reports that the
+// engine took it; restarted, that it comes from a restarted peer and this
+// association has ended because of it.
+func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	a.refusals.reset() // the peer is there
 	if open := a.up.recvOpen(); open == a.recvShut {
 		a.recvShut = !open
@@ -151,7 +170,7 @@ func (a *assoc) input(now time.Time, p []byte) (took, restarted bool) {
 		a.endLocked(ErrReset)
 		return false, true
 	}
-	a.deliverLocked() // keeps recvOpen() exact within a batch
+	a.deliverLocked(now) // keeps recvOpen() exact within a batch
 	return true, false
 }
 
@@ -167,13 +186,13 @@ func (a *assoc) discard(n int) {
 }
 
 // deliverLocked hands the engine's delivered messages to the upper layer.
-func (a *assoc) deliverLocked() {
+func (a *assoc) deliverLocked(now time.Time) {
 	for {
 		m, ok := a.eng.Recv()
 		if !ok {
 			return
 		}
-		a.up.deliver(m)
+		a.up.deliver(now, m)
 	}
 }
 
@@ -200,7 +219,7 @@ func (a *assoc) onTimer() {
 // engine has due, ends the association if the engine is done, re-arms the
 // timer and wakes waiters.
 func (a *assoc) settleLocked(now time.Time) {
-	a.deliverLocked()
+	a.deliverLocked(now)
 	a.up.pump(now)
 	b := sendPool.Get().(*sendBufs)
 	defer sendPool.Put(b)

@@ -45,7 +45,7 @@ type Conn struct {
 
 	// guarded by a.mu
 	st        *stream.Stream
-	frame     []byte    // the next frame, borrowed from framePool while held
+	frame     []byte    // the next frame, borrowed from framePool while held (engines that are not Builders)
 	maxFrame  int       // the engine's largest message
 	held      int       // bytes of a frame in frame that the engine refused, to hand it again
 	active    time.Time // when bytes were last written or received
@@ -53,6 +53,7 @@ type Conn struct {
 	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
 	aborted   bool                // an RST was queued
 	recycle   engine.Recycler     // the engine, if it reuses delivered buffers
+	build     engine.Builder      // the engine, if it builds messages in place
 
 	linger atomic.Pointer[time.Duration] // SetLinger's bound; nil: Config.Linger
 }
@@ -93,6 +94,10 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	c.a.up = c
 	c.a.sealed = true
 	c.recycle, _ = eng.(engine.Recycler)
+	c.build, _ = eng.(engine.Builder)
+	if s, ok := eng.(engine.Sinker); ok {
+		s.SetSink(c.take)
+	}
 }
 
 // Read reads in-order stream bytes into p. It blocks until at least one
@@ -129,7 +134,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		if n > 0 {
 			total += n
 			c.active = time.Now()
-			c.a.settleLocked(time.Now())
+			c.a.settleLocked(c.active)
 		} else if c.st.SendDone() {
 			return false, errClosed // after CloseWrite
 		}
@@ -213,17 +218,25 @@ func (c *Conn) failure() error {
 }
 
 // deliver implements upper.
-func (c *Conn) deliver(m engine.Message) {
+func (c *Conn) deliver(now time.Time, m engine.Message) {
+	c.take(now, m)
+	if c.recycle != nil {
+		c.recycle.Recycle(m.Data) // the stream copied what it keeps
+	}
+}
+
+// take hands the stream frame that m carries to the stream, which copies
+// what it keeps. It is also the engine's sink (engine.Sinker), called
+// with the lock held during HandleDatagram, so that a frame that arrives
+// in order is copied once, into the stream.
+func (c *Conn) take(now time.Time, m engine.Message) {
 	if !c.cfg.isStreamFrame(m) {
 		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
 	}
-	c.active = time.Now()
+	c.active = now
 	if err := c.st.HandleFrame(m.Data[len(c.cfg.streamPrefix()):]); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
-	}
-	if c.recycle != nil {
-		c.recycle.Recycle(m.Data) // the stream copied what it keeps
 	}
 }
 
@@ -246,23 +259,20 @@ func (c *Conn) pump(now time.Time) {
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {
+			frame := c.frameBuffer()
 			if c.held == 0 {
-				if c.frame == nil {
-					c.frame = framePool.Get().(*[maxSend]byte)[:c.maxFrame]
-				}
 				pre := c.cfg.streamPrefix()
-				if c.held = c.st.NextFrame(c.frame[len(pre):]); c.held > 0 {
-					c.held += copy(c.frame, pre)
+				if c.held = c.st.NextFrame(frame[len(pre):]); c.held > 0 {
+					c.held += copy(frame, pre)
 				}
 			}
 			if c.held == 0 {
-				framePool.Put((*[maxSend]byte)(c.frame[:maxSend]))
-				c.frame = nil
+				c.releaseFrame()
 				drained = true
 				break
 			}
-			if c.a.eng.Send(c.frame[:c.held], c.cfg.streamOptions()) != nil {
-				break // kept in c.frame for the next pump; if the engine ended, settle reports why
+			if c.sendFrame() != nil {
+				break // kept for the next pump; if the engine ended, settle reports why
 			}
 			c.held = 0
 		}
@@ -281,6 +291,38 @@ func (c *Conn) pump(now time.Time) {
 	}
 }
 
+// frameBuffer returns the buffer of the next frame: the engine's own
+// where it builds messages in place (engine.Builder), so that the frame
+// is not copied again, a buffer from framePool otherwise. A frame the
+// engine refused (c.held > 0) is still in it.
+func (c *Conn) frameBuffer() []byte {
+	if c.build != nil {
+		return c.build.MessageBuffer(c.maxFrame)
+	}
+	if c.frame == nil {
+		c.frame = framePool.Get().(*[maxSend]byte)[:c.maxFrame]
+	}
+	return c.frame
+}
+
+// releaseFrame gives back the frame buffer, empty, when the stream has no
+// frame left to send: an idle conn holds none. The engine's stays with
+// it, freed by its Trim.
+func (c *Conn) releaseFrame() {
+	if c.frame != nil {
+		framePool.Put((*[maxSend]byte)(c.frame[:maxSend]))
+		c.frame = nil
+	}
+}
+
+// sendFrame hands the frame of c.held bytes in frameBuffer to the engine.
+func (c *Conn) sendFrame() error {
+	if c.build != nil {
+		return c.build.SendBuffer(c.held, c.cfg.streamOptions())
+	}
+	return c.a.eng.Send(c.frame[:c.held], c.cfg.streamOptions())
+}
+
 // settled implements upper: a stream idle for trimAfter keeps no buffers,
 // nor its engine (see engine.Trimmer); keepalives settle it at least, and
 // it trims after the engine has written what was due, its answer to a
@@ -289,7 +331,9 @@ func (c *Conn) settled(now time.Time) {
 	if now.Sub(c.active) > trimAfter {
 		c.st.Trim()
 		c.a.spare = nil
-		if t, ok := c.a.eng.(engine.Trimmer); ok {
+		// The engine keeps a frame it refused in its buffer (see
+		// frameBuffer): it is trimmed once that frame has gone.
+		if t, ok := c.a.eng.(engine.Trimmer); ok && (c.build == nil || c.held == 0) {
 			t.Trim()
 		}
 	}

@@ -109,11 +109,12 @@ func (ep *endpoint) readLoop() {
 				ep.oversize.Add(1) // larger than any protocol's datagram
 				continue
 			}
-			for ; len(data) > 0; data = data[min(seg, len(data)):] {
-				a := ep.dispatch(data[:min(seg, len(data))], m, now)
+			for len(data) > 0 {
+				n, a := ep.dispatch(data, seg, m, now)
 				if a != nil && !slices.Contains(touched, a) {
 					touched = append(touched, a)
 				}
+				data = data[n:]
 			}
 		}
 		for i, a := range touched {
@@ -124,29 +125,36 @@ func (ep *endpoint) readLoop() {
 	}
 }
 
-// dispatch hands one datagram of m to its association, or to newPeer. It
-// returns the association whose engine took the datagram and now needs a
-// flush.
-func (ep *endpoint) dispatch(p []byte, m *received, now time.Time) *assoc {
+// dispatch hands datagrams of m, the first ones of data (seg bytes each,
+// the last one of data may be shorter), to their association, or one of
+// them to newPeer, and returns how many bytes it consumed. The datagrams
+// GRO joined come from one peer: its association takes them under one
+// lock. It returns the association whose engine took datagrams and now
+// needs a flush.
+func (ep *endpoint) dispatch(data []byte, seg int, m *received, now time.Time) (int, *assoc) {
 	ep.mu.Lock()
 	a := ep.assocs[m.key]
 	newPeer := ep.newPeer
 	ep.mu.Unlock()
+	n := min(seg, len(data))
 	if a != nil {
-		took, restarted := a.input(now, p)
-		if took {
-			return a
-		}
+		k, took, restarted := a.input(now, data, seg)
 		if !restarted {
-			return nil
+			if took {
+				return k, a
+			}
+			return k, nil
 		}
+		// The last datagram consumed is the restarted peer's.
+		n = k
+		data = data[(k-1)/seg*seg : k]
 	}
 	if newPeer == nil {
 		ep.unknownDrops.Add(1)
-		return nil
+		return n, nil
 	}
-	newPeer(p, m.sender(), now)
-	return nil
+	newPeer(data[:min(seg, len(data))], m.sender(), now)
+	return n, nil
 }
 
 // refused reports an ICMP port unreachable, which the socket told because

@@ -345,7 +345,7 @@ func (c *MessageConn) unread() int {
 }
 
 // deliver implements upper.
-func (c *MessageConn) deliver(m engine.Message) {
+func (c *MessageConn) deliver(_ time.Time, m engine.Message) {
 	if c.closed {
 		c.a.discard(1)
 		return

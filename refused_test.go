@@ -58,7 +58,7 @@ func TestRefusalsEndAssociation(t *testing.T) {
 		c.a.refused(t0.Add(time.Duration(i) * rto / 10))
 	}
 	require.False(t, over(), "all within less than an RTO")
-	c.a.input(t0.Add(rto/2), []byte{0xff}) // a datagram from the peer (rejected, but heard)
+	c.a.input(t0.Add(rto/2), []byte{0xff}, 1) // a datagram from the peer (rejected, but heard)
 	c.a.refused(t0.Add(rto))
 	c.a.refused(t0.Add(3 * rto))
 	require.False(t, over(), "two reports since the peer was heard")

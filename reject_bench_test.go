@@ -33,7 +33,7 @@ func BenchmarkRejectUnknown(b *testing.B) {
 				before := ep.unknownDrops.Load()
 				b.ReportAllocs()
 				for b.Loop() {
-					ep.dispatch(garbage, m, now)
+					ep.dispatch(garbage, len(garbage), m, now)
 				}
 				if got := ep.unknownDrops.Load() - before; got != uint64(b.N) {
 					b.Fatalf("%d of %d datagrams counted as unknown drops", got, b.N)

@@ -251,6 +251,35 @@ type Recycler interface {
 	Recycle(b []byte)
 }
 
+// Builder is implemented by engines that let the caller write a message
+// in place, in a buffer the engine then keeps, which saves Send's copy.
+type Builder interface {
+	// MessageBuffer returns a buffer of n bytes, n at most
+	// Capabilities.MaxMessage, in which to write the next message. It
+	// returns the same buffer, its contents kept, until SendBuffer
+	// queues it or Trim (see Trimmer) frees it.
+	MessageBuffer(n int) []byte
+	// SendBuffer queues the first n bytes of the buffer MessageBuffer
+	// returned as one message, as Send would, without copying them. It
+	// returns Send's errors; after an error the buffer is kept as it
+	// was.
+	SendBuffer(n int, opt SendOptions) error
+}
+
+// Sinker is implemented by engines that can hand a delivered message to
+// the caller during HandleDatagram, before copying it anywhere, instead
+// of queueing it for Recv.
+type Sinker interface {
+	// SetSink makes the engine call f with the messages it can deliver
+	// at once, in delivery order: during HandleDatagram, at the time
+	// HandleDatagram was given, with Data that is valid only during the
+	// call (it may alias the datagram). f must copy what it keeps and
+	// must not call the engine. The other messages still come through
+	// Recv, never out of order with those given to f. A nil f, the
+	// initial state, queues every message for Recv.
+	SetSink(f func(now time.Time, m Message))
+}
+
 // Holder is implemented by engines that keep messages received, and
 // acknowledged to the peer, that they cannot deliver yet: POROUS holds a
 // channel's later packets until the earlier ones arrive. Held is how many

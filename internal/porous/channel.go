@@ -115,12 +115,11 @@ type txChannel struct {
 	listed     bool // in line in Session.active
 }
 
-// queuePacket numbers a copy of p as the next packet of channel ch and
-// queues it, or holds it while it is beyond the send window.
-func (s *Session) queuePacket(data []byte, ch uint8, mode engine.Delivery) {
+// queue numbers p, whose data is set, as the next packet of channel ch
+// and queues it, or holds it while it is beyond the send window.
+func (s *Session) queue(p *outPacket, ch uint8, mode engine.Delivery) {
 	c := &s.txch[ch]
-	p := s.newPacket(len(data))
-	copy(p.data, data)
+	data := p.data
 	p.ch, p.seq = ch, c.next
 	c.next = (c.next + 1) & seqMask24
 	p.lead = 0
@@ -384,7 +383,10 @@ func (c *rxChannel) add(e rxEntry) (_ *rxEntry, newPage bool) {
 	pg := c.pages[i/rxPageLen]
 	if pg == nil {
 		if pg, c.spare = c.spare, nil; pg != nil {
-			*pg = rxPage{}
+			// Empty already (drop zeroed each entry): clearing the
+			// whole page, which an in-order receiver frees and takes
+			// back at every packet, cost more than the rest of add.
+			pg.exempt = 0
 		} else {
 			pg = new(rxPage)
 		}
@@ -415,7 +417,7 @@ func (c *rxChannel) drop(seq uint32) *rxPage {
 		return nil
 	}
 	c.pages[i/rxPageLen] = nil
-	c.spare = pg // cleared when reused; the caller may still read it
+	c.spare = pg // its exempt is cleared when reused; the caller may still read it
 	return pg
 }
 
@@ -657,6 +659,26 @@ func (s *Session) onFragment(m *Message) {
 	if m.FragmentID == e.last {
 		e.size = int(e.last)*FragmentSize + len(m.Data)
 	}
+}
+
+// sinkFragment hands m to the sink (see SetSink) and reports true if m
+// is a packet of one fragment that its channel delivers at once: the
+// next packet of the channel (at its base, so that its dependency, if
+// any, is met), with nothing of the channel held and nothing waiting
+// for Recv, of at most MaxPacket bytes. Its bytes are then not copied,
+// and no entry is made for it.
+func (s *Session) sinkFragment(m *Message) bool {
+	if s.sink == nil || m.LastFragmentID != 0 || !validFragment(m) || len(m.Data) > s.cfg.MaxPacket || s.recv.Len() > 0 {
+		return false
+	}
+	c := &s.rxch[m.Channel]
+	if c.n > 0 || m.PacketSeq != c.base {
+		return false
+	}
+	s.stats.MessagesRecv++
+	s.sink(s.now, engine.Message{Data: m.Data, Channel: m.Channel})
+	s.consume(m.Channel, 0)
+	return true
 }
 
 // refuse drops f unacknowledged if it carries new data, a Fragment or

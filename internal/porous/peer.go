@@ -336,7 +336,7 @@ func (s *Session) sendPing() {
 func (s *Session) Trim() {
 	s.trim(true)
 	s.cc.Trim()
-	s.free, s.freeBytes, s.recvPool = nil, 0, nil
+	s.free, s.freeBytes, s.recvPool, s.lent = nil, 0, nil, nil
 	s.unrel, s.needs, s.frame.Messages = nil, nil, nil
 	if len(s.unstamped) == 0 {
 		s.unstamped = nil

@@ -135,11 +135,13 @@ type Session struct {
 	pending   int
 	pendBytes int
 	free      []*outPacket // recycled packets (see release)
+	lent      *outPacket   // the packet whose buffer MessageBuffer returned
 	freeBytes int          // the capacity of their buffers
 	recvPool  [][]byte     // reassembly buffers handed back by Recycle
 	recv      engine.FIFO[engine.Message]
-	recvCost  engine.FIFO[recvCharge] // parallel to recv
-	recvShut  bool                    // SetRecvOpen(false): new data is refused
+	recvCost  engine.FIFO[recvCharge]         // parallel to recv
+	recvShut  bool                            // SetRecvOpen(false): new data is refused
+	sink      func(time.Time, engine.Message) // see SetSink
 
 	now     time.Time
 	created time.Time
@@ -217,17 +219,61 @@ func (s *Session) setNow(now time.Time) {
 // Config.MaxQueuedBytes bytes are pending, or the channel holds its room
 // of unsent data (see full).
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
+	if err := s.check(len(p), opt); err != nil {
+		return err
+	}
+	q := s.newPacket(len(p))
+	copy(q.data, p)
+	s.queue(q, opt.Channel, opt.Delivery)
+	return nil
+}
+
+// check returns the error Send returns for an n-byte packet with opt, nil
+// if it takes it.
+func (s *Session) check(n int, opt engine.SendOptions) error {
 	switch {
 	case s.closing || s.st > stConnected:
 		return engine.ErrClosed
 	case int(opt.Channel) >= s.cfg.Channels || opt.MessageNumber != 0 || opt.Params != (engine.Params{}) || opt.Delivery > engine.Passive:
 		return engine.ErrUnsupported
-	case len(p) > s.cfg.MaxPacket:
+	case n > s.cfg.MaxPacket:
 		return engine.ErrMessageTooLarge
-	case s.full(opt.Channel, len(p)):
+	case s.full(opt.Channel, n):
 		return engine.ErrQueueFull
 	}
-	s.queuePacket(p, opt.Channel, opt.Delivery)
+	return nil
+}
+
+// MessageBuffer returns a buffer of n bytes, at most Config.MaxPacket,
+// in which to write the next packet for SendBuffer (engine.Builder). It
+// returns the same buffer, its contents kept, until SendBuffer queues it
+// or Trim frees it.
+func (s *Session) MessageBuffer(n int) []byte {
+	if s.lent == nil {
+		s.lent = s.newPacket(n)
+	} else if cap(s.lent.data) < n {
+		s.lent.data = make([]byte, n)
+	}
+	s.lent.data = s.lent.data[:n]
+	return s.lent.data
+}
+
+// SendBuffer queues the first n bytes of the buffer MessageBuffer
+// returned as one packet, as Send would, without copying them
+// (engine.Builder). It returns Send's errors; after an error the buffer
+// is kept as it was. It panics if no such buffer holds n bytes (a
+// programming error).
+func (s *Session) SendBuffer(n int, opt engine.SendOptions) error {
+	if s.lent == nil || n > len(s.lent.data) {
+		panic("porous: SendBuffer beyond the buffer MessageBuffer returned")
+	}
+	if err := s.check(n, opt); err != nil {
+		return err
+	}
+	p := s.lent
+	s.lent = nil
+	p.data = p.data[:n]
+	s.queue(p, opt.Channel, opt.Delivery)
 	return nil
 }
 
@@ -264,6 +310,14 @@ func (s *Session) Recv() (engine.Message, bool) {
 	}
 	return m, ok
 }
+
+// SetSink makes the session hand each packet of one fragment that its
+// channel can deliver at once to f, during HandleDatagram, with Data
+// aliasing the datagram (engine.Sinker); other packets are queued for
+// Recv as before, and a packet goes to f only while nothing waits for
+// Recv, so that the order of delivery is kept. A nil f queues every
+// packet.
+func (s *Session) SetSink(f func(now time.Time, m engine.Message)) { s.sink = f }
 
 // SetRecvOpen opens or closes the session to new data (see
 // engine.Engine). While it is closed, a Data frame that carries a

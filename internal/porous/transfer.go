@@ -401,7 +401,9 @@ func (s *Session) handleData(f *Frame) error {
 		}
 		switch m.Type {
 		case MsgFragment:
-			s.onFragment(m)
+			if !s.sinkFragment(m) {
+				s.onFragment(m)
+			}
 		case MsgSentinel:
 			s.onSentinel(m)
 		case MsgWindowAck:

@@ -2,9 +2,12 @@
 // way for every transport: the benchmark writes fixed-size chunks for as
 // long as b.Loop asks, ends the stream, and the timer stops only when the
 // reader has received every byte, so data still buffered in the sender
-// or in flight when the loop ends counts towards the time. It serves the
-// root package's BenchmarkStream and the comparative benchmarks of
-// module github.com/rudpkit/rudp/bench.
+// or in flight when the loop ends counts towards the time. Besides the
+// rate it reports cpu-ns/op: the CPU time the whole process (writer,
+// reader, the transport's goroutines and system calls) spent per op,
+// which varies less than the rate on a machine shared with other work.
+// It serves the root package's BenchmarkStream and the comparative
+// benchmarks of module github.com/rudpkit/rudp/bench.
 package streambench
 
 import (
@@ -57,6 +60,7 @@ func Measure(b *testing.B, p Pair) {
 
 	b.SetBytes(ChunkSize)
 	b.ReportAllocs()
+	cpu0, cpuOK := cpuTime()
 	var sent int64
 	for b.Loop() {
 		n, err := p.W.Write(chunk)
@@ -79,6 +83,9 @@ func Measure(b *testing.B, p Pair) {
 		b.Fatalf("the reader did not finish within %v", Safety)
 	}
 	b.StopTimer()
+	if cpu1, ok := cpuTime(); cpuOK && ok {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
 	if r.err != nil {
 		b.Fatalf("reader: %v after %d of %d bytes", r.err, r.n, sent)
 	}

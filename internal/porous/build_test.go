@@ -1,0 +1,47 @@
+package porous
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSendBuffer: packets written in place with MessageBuffer and queued
+// with SendBuffer arrive exactly, in order, over a lossy link whose
+// resends recycle the packet buffers; a packet refused with
+// ErrQueueFull stays in the buffer, which MessageBuffer returns again
+// with its contents, and goes once it is taken.
+func TestSendBuffer(t *testing.T) {
+	const n = 400
+	p := newPair(t, Config{MaxQueued: 8}, Config{}, 5*time.Millisecond, 0.2, 11)
+	sent, got, refused := 0, 0, 0
+	held := false // the next packet is in the buffer already
+	p.RunUntil(1_000_000, func() bool {
+		for sent < n {
+			want := testPacket(0, sent, FragmentSize)
+			buf := p.A.MessageBuffer(FragmentSize)
+			if held {
+				require.Equal(t, want, buf[:len(want)], "packet %d kept in the buffer", sent)
+			} else {
+				copy(buf, want)
+			}
+			if err := p.A.SendBuffer(len(want), engine.SendOptions{}); err != nil {
+				require.ErrorIs(t, err, engine.ErrQueueFull)
+				held = true
+				refused++
+				break
+			}
+			held = false
+			sent++
+		}
+		for _, m := range recvAll(p.B) {
+			require.Equal(t, testPacket(0, got, FragmentSize), m.Data, "packet %d", got)
+			got++
+		}
+		return got == n && p.A.Pending() == 0
+	})
+	require.NotZero(t, refused, "the queue filled")
+	require.NotZero(t, p.A.Stats().Retransmits, "packets were resent")
+}
