@@ -117,33 +117,26 @@ func TestBBRProbeRTT(t *testing.T) {
 // set the background loss rate, which the bandwidth estimate corrects
 // for, and are no congestion: the window is not cut.
 func TestBBRRandomLossKeepsRate(t *testing.T) {
-	c := New(epoch, Config{MaxDatagram: mss})
-	now := epoch
-	for range 4 {
-		now = roundTrip(c, 100, now, 10*time.Millisecond)
-	}
+	c, now := cruising()
 	cwnd := c.Stats().Cwnd
 	for range 40 {
-		// 100 datagrams a round, 5 of them lost.
-		ps := make([]Packet, 100)
-		for i := range ps {
-			c.OnSent(now, &ps[i], mss, false)
-		}
-		at := now.Add(10 * time.Millisecond)
-		for i := range ps {
-			if i%20 == 7 {
-				c.OnLost(at, &ps[i])
-			} else {
-				c.OnAcked(at, &ps[i])
-			}
-		}
-		c.Update(at, RTT{Latest: 10 * time.Millisecond, Smoothed: 10 * time.Millisecond, RTO: 30 * time.Millisecond})
-		now = at
+		now = lossyRound(c, 100, 20, now, 10*time.Millisecond) // 5 of 100 lost
 	}
 	st := c.Stats()
 	require.Zero(t, st.Events, "random loss is not congestion")
 	require.GreaterOrEqual(t, st.Cwnd, cwnd)
 	require.Equal(t, uint64(100*mss*100), st.Bandwidth, "95 delivered of 100 sent, corrected by the 5 % background loss")
+}
+
+// cruising returns a controller past Startup, in ProbeBW at 100
+// datagrams per 10 ms, and the time of its last acknowledgement.
+func cruising() (*Controller, time.Time) {
+	c := New(epoch, Config{MaxDatagram: mss})
+	now := epoch
+	for range 4 {
+		now = roundTrip(c, 100, now, 10*time.Millisecond)
+	}
+	return c, now
 }
 
 // lossyRound sends n datagrams at now and, one rtt later, declares every
@@ -171,11 +164,7 @@ func lossyRound(c *Controller, n, lostEvery int, now time.Time, rtt time.Duratio
 // move the background loss rate, which takes the median of the last
 // three samples: the bandwidth estimate, corrected by it, stays exact.
 func TestBBRBackgroundIgnoresBurst(t *testing.T) {
-	c := New(epoch, Config{MaxDatagram: mss})
-	now := epoch
-	for range 4 {
-		now = roundTrip(c, 100, now, 10*time.Millisecond)
-	}
+	c, now := cruising()
 	burst := false
 	for i := range 30 {
 		lostEvery := 20
@@ -220,11 +209,7 @@ func TestBBRStartupLossBound(t *testing.T) {
 // the flight that lost, but not below the BDP: here the probe sent one
 // BDP, and the bound is that BDP rather than 0.7 of it.
 func TestBBRProbeLossFloor(t *testing.T) {
-	c := New(epoch, Config{MaxDatagram: mss})
-	now := epoch
-	for range 4 {
-		now = roundTrip(c, 100, now, 10*time.Millisecond)
-	}
+	c, now := cruising()
 	bw := c.Stats().Bandwidth
 	for range 20 {
 		lostEvery := 0
