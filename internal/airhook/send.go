@@ -121,14 +121,10 @@ func (s *Session) probeAt() (time.Time, bool) {
 	if s.state == engine.StateEstablished && s.chalOn && !s.chalSend {
 		return s.lastProbe.Add(s.chalEvery), true
 	}
-	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
+	if s.state != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	last := s.lastRecv
-	if s.lastProbe.After(last) {
-		last = s.lastProbe
-	}
-	return last.Add(s.cfg.KeepAlive), true
+	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastProbe)
 }
 
 // transmit writes a new packet when the rules of docs/protocols/airhook.md §3.7 call for one,

@@ -67,14 +67,10 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 // KeepAlive after the later of the last datagram from the peer and the
 // last Ping, once established.
 func (s *Session) pokeAt() (time.Time, bool) {
-	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
+	if s.state != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	last := s.lastRecv
-	if s.lastPoke.After(last) {
-		last = s.lastPoke
-	}
-	return last.Add(s.cfg.KeepAlive), true
+	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastPoke)
 }
 
 // detectLosses tells the controller that the datagrams whose messages'

@@ -76,13 +76,10 @@ func (s *Session) pingDue() (time.Time, bool) {
 	case s.cfg.KeepAlive < 0:
 		return time.Time{}, false
 	}
-	at := s.pingAt.Add(s.cfg.KeepAlive)
 	if s.cfg.PingWhenQuiet && !s.chal.Running() {
-		if quiet := s.lastRecv.Add(s.cfg.KeepAlive); quiet.After(at) {
-			at = quiet
-		}
+		return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.pingAt)
 	}
-	return at, true
+	return s.pingAt.Add(s.cfg.KeepAlive), true
 }
 
 // ackDue returns when owed acks go out in a PacketAck: AckDelay after the

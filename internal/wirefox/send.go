@@ -178,14 +178,10 @@ func (s *Session) timers(now time.Time) {
 // the last keepalive, so that an end that hears from its peer never sends
 // one (the peer's keepalives, answered at once, keep both alive).
 func (s *Session) keepAliveAt() (time.Time, bool) {
-	if s.cfg.KeepAlive <= 0 || s.state != engine.StateEstablished {
+	if s.state != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	last := s.lastRecv
-	if s.lastPong.After(last) {
-		last = s.lastPong
-	}
-	return last.Add(s.cfg.KeepAlive), true
+	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastPong)
 }
 
 // timeoutAt is when packet p, in flight, is resent by timeout: the
