@@ -46,9 +46,13 @@ func (a *aimd) pacingRate() uint64     { return 0 }
 func (a *aimd) bandwidth() uint64      { return 0 }
 func (a *aimd) minRTT() time.Duration  { return 0 }
 
+// slowStart is the state name of AIMD's slow start, where a fresh model
+// begins.
+const slowStart = "slow_start"
+
 func (a *aimd) state() string {
 	if a.w < a.ssthresh {
-		return "slow_start"
+		return slowStart
 	}
 	return "avoidance"
 }

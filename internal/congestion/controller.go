@@ -445,9 +445,9 @@ func (c *Controller) Stats() Stats {
 		Events:    c.events,
 	}
 	if c.alg == nil { // trimmed: as a fresh model starts
-		st.State = "startup"
+		st.State = modeNames[modeStartup]
 		if c.cfg.Algorithm == AIMD {
-			st.State = "slow_start"
+			st.State = slowStart
 		}
 		return st
 	}
