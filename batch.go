@@ -1,11 +1,7 @@
 package rudp
 
 import (
-	"net"
-	"runtime"
-
 	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 )
 
 // Batched I/O: on Linux, a *net.UDPConn reads up to readBatch datagrams
@@ -23,21 +19,9 @@ const (
 	maxDatagram       = 2048 // largest datagram taken; larger ones are dropped
 )
 
-// batchConn is what ipv4.PacketConn and ipv6.PacketConn share for
-// sending (reads go through a reader: see newReader).
+// batchConn sends batches of messages: on Linux a *net.UDPConn's
+// sendmmsg (see mmsgConn). WriteBatch lays the messages out in sc and
+// returns how many it sent, as ipv4.PacketConn.WriteBatch does.
 type batchConn interface {
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
-
-// newBatchConn returns the batch interface of pc, or nil where batching
-// does not apply.
-func newBatchConn(pc net.PacketConn) batchConn {
-	uc, ok := pc.(*net.UDPConn)
-	if !ok || runtime.GOOS != "linux" {
-		return nil
-	}
-	if la, ok := uc.LocalAddr().(*net.UDPAddr); ok && la.IP.To4() == nil {
-		return ipv6.NewPacketConn(uc)
-	}
-	return ipv4.NewPacketConn(uc)
+	WriteBatch(ms []ipv4.Message, sc *sendScratch) (int, error)
 }

@@ -252,7 +252,7 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 		}
 		gso := ep.gso.Load()
 		ms := sc.messages(bufs, to, gso)
-		n, err := ep.batch.WriteBatch(ms, 0)
+		n, err := ep.batch.WriteBatch(ms, sc)
 		n = max(n, 0)
 		if err == nil && n < len(ms) {
 			err = io.ErrShortWrite // never spin on a call that sent nothing
@@ -282,6 +282,7 @@ const maxSegments = 64
 type sendScratch struct {
 	ms   []ipv4.Message
 	oobs [][]byte
+	sys  mmsgScratch // the system's layout of ms
 }
 
 func newSendScratch(n int) sendScratch {

@@ -22,7 +22,7 @@ type noSegmentation struct {
 	segmented int // messages refused
 }
 
-func (f *noSegmentation) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
+func (f *noSegmentation) WriteBatch(ms []ipv4.Message, _ *sendScratch) (int, error) {
 	for i, m := range ms {
 		if len(m.Buffers) > 1 {
 			f.segmented++

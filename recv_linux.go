@@ -92,10 +92,11 @@ func (r *batchReader) read() ([]received, error) {
 }
 
 // recvmmsg is the raw conn's read function: it reports false to wait
-// until the socket is readable.
+// until the socket is readable. The socket is non-blocking, so the call
+// goes through RawSyscall6 (see mmsgConn).
 func (r *batchReader) recvmmsg(fd uintptr) bool {
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(len(r.hs)), 0, 0, 0)
+		n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(len(r.hs)), 0, 0, 0)
 		switch errno {
 		case unix.EINTR:
 			continue

@@ -1,0 +1,82 @@
+package rudp
+
+import (
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/ipv4"
+)
+
+// TestBatchWriterPeers sends one sendmmsg batch to two peers from IPv4,
+// IPv6 and dual-stack sockets: each peer reads exactly its datagrams, in
+// order, from the sender's address, and a batch allocates nothing once
+// its scratch has grown.
+func TestBatchWriterPeers(t *testing.T) {
+	for _, c := range []struct{ name, tx, rx, rxHost string }{
+		{"udp4", "udp4", "udp4", "127.0.0.1:0"},
+		{"udp6", "udp6", "udp6", "[::1]:0"},
+		{"dual-stack to IPv4", "udp", "udp4", "127.0.0.1:0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			txHost := map[string]string{"udp4": "127.0.0.1:0", "udp6": "[::1]:0", "udp": ":0"}[c.tx]
+			tx, err := net.ListenPacket(c.tx, txHost)
+			if err != nil {
+				t.Skipf("no %s socket: %v", c.tx, err)
+			}
+			defer tx.Close()
+			rxs := make([]net.PacketConn, 2)
+			for i := range rxs {
+				rx, err := net.ListenPacket(c.rx, c.rxHost)
+				if err != nil {
+					t.Skipf("no %s loopback: %v", c.rx, err)
+				}
+				defer rx.Close()
+				rxs[i] = rx
+			}
+			w := newBatchConn(tx)
+			require.NotNil(t, w)
+			sc := newSendScratch(sendBatch)
+			ms := []ipv4.Message{
+				{Buffers: [][]byte{[]byte("to 0, first")}, Addr: rxs[0].LocalAddr()},
+				{Buffers: [][]byte{[]byte("to 1")}, Addr: rxs[1].LocalAddr()},
+				{Buffers: [][]byte{[]byte("to 0, "), []byte("second")}, Addr: rxs[0].LocalAddr()},
+			}
+			n, err := w.WriteBatch(ms, &sc)
+			require.NoError(t, err)
+			require.Equal(t, 3, n)
+			port := tx.LocalAddr().(*net.UDPAddr).Port
+			buf := make([]byte, 64)
+			for i, want := range [][]string{{"to 0, first", "to 0, second"}, {"to 1"}} {
+				for _, w := range want {
+					require.NoError(t, rxs[i].SetReadDeadline(time.Now().Add(ioBound)))
+					k, from, err := rxs[i].ReadFrom(buf)
+					require.NoError(t, err)
+					require.Equal(t, w, string(buf[:k]))
+					require.Equal(t, port, from.(*net.UDPAddr).Port)
+				}
+			}
+			if !raceEnabled {
+				require.Zero(t, testing.AllocsPerRun(20, func() {
+					_, _ = w.WriteBatch(ms[1:2], &sc)
+				}))
+			}
+		})
+	}
+}
+
+// TestBatchWriterWrongFamily: an IPv4 socket cannot send to an IPv6
+// peer; the batch fails before any message is sent.
+func TestBatchWriterWrongFamily(t *testing.T) {
+	tx, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer tx.Close()
+	sc := newSendScratch(sendBatch)
+	n, err := newBatchConn(tx).WriteBatch([]ipv4.Message{
+		{Buffers: [][]byte{[]byte("x")}, Addr: &net.UDPAddr{IP: net.IPv6loopback, Port: 9}},
+	}, &sc)
+	require.Zero(t, n)
+	require.ErrorIs(t, err, syscall.EAFNOSUPPORT)
+}
