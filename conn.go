@@ -259,6 +259,14 @@ func (c *Conn) pump(now time.Time) {
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {
+			// No buffer is taken to learn that nothing is due: an idle
+			// stream's engine is trimmed, and a keepalive would make it
+			// allocate one.
+			if c.held == 0 && !c.st.HasFrame() {
+				c.releaseFrame()
+				drained = true
+				break
+			}
 			frame := c.frameBuffer()
 			if c.held == 0 {
 				pre := c.cfg.streamPrefix()
@@ -266,7 +274,7 @@ func (c *Conn) pump(now time.Time) {
 					c.held += copy(frame, pre)
 				}
 			}
-			if c.held == 0 {
+			if c.held == 0 { // a frame buffer too short for any frame
 				c.releaseFrame()
 				drained = true
 				break

@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -145,6 +146,38 @@ func TestIdleStreamWakesOnlyForKeepAlive(t *testing.T) {
 			require.Zero(t, ends[1].wakes, "the accepting end's timer fired")
 			require.LessOrEqual(t, total, 2*intervals+2, "datagrams over %d keepalive intervals", intervals)
 			require.GreaterOrEqual(t, total, 2*intervals-2, "datagrams over %d keepalive intervals", intervals)
+		})
+	}
+}
+
+// TestIdleSettleAllocatesNothing: once an idle stream has trimmed its
+// buffers, the settle a keepalive brings (a probe received or sent)
+// allocates nothing: the stream takes no frame buffer from its engine to
+// learn that it has nothing to send.
+func TestIdleSettleAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not counted under the race detector")
+	}
+	for _, p := range streamProtocols {
+		t.Run(p.String(), func(t *testing.T) {
+			c, s, _ := streamPair(t, &Config{Protocol: p}, links[0])
+			_, err := c.Write([]byte("hi"))
+			require.NoError(t, err)
+			buf := make([]byte, 2)
+			require.NoError(t, s.SetReadDeadline(time.Now().Add(hangGuard)))
+			_, err = io.ReadFull(s, buf)
+			require.NoError(t, err)
+			require.NoError(t, s.SetReadDeadline(time.Time{}))
+			time.Sleep(trimAfter + 100*time.Millisecond)
+			for _, x := range []*Conn{c, s} {
+				settle := func() {
+					x.a.mu.Lock()
+					x.a.settleLocked(time.Now())
+					x.a.mu.Unlock()
+				}
+				settle() // trims
+				require.Zero(t, testing.AllocsPerRun(20, settle), "%v: allocations per settle", p)
+			}
 		})
 	}
 }
