@@ -150,11 +150,11 @@ func TestIdleStreamWakesOnlyForKeepAlive(t *testing.T) {
 	}
 }
 
-// TestIdleSettleAllocatesNothing: once an idle stream has trimmed its
+// TestIdleSettleAllocs: once an idle stream has trimmed its
 // buffers, the settle a keepalive brings (a probe received or sent)
 // allocates nothing: the stream takes no frame buffer from its engine to
 // learn that it has nothing to send.
-func TestIdleSettleAllocatesNothing(t *testing.T) {
+func TestIdleSettleAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocations are not counted under the race detector")
 	}
