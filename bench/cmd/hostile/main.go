@@ -414,8 +414,14 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	}
 	_ = cmd.Wait()
 	heap -= int64(heapAlloc())
-	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v, datagrams per stream and second sent %.3f, received %.3f; client process %s",
-		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perStream(sent-sent0), perStream(recv-recv0), line)
+	// CPU per datagram received compares builds and protocols whose
+	// probes fall differently within the window.
+	perProbe := time.Duration(0)
+	if recv > recv0 {
+		perProbe = cpu / time.Duration(recv-recv0)
+	}
+	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v (%v per datagram received), datagrams per stream and second sent %.3f, received %.3f; client process %s",
+		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perProbe.Round(100*time.Nanosecond), perStream(sent-sent0), perStream(recv-recv0), line)
 }
 
 // datagrams returns the datagrams conns have sent and received.
