@@ -45,7 +45,8 @@ func newBatchConn(pc net.PacketConn) batchConn {
 }
 
 // mmsgScratch is the room a sendmmsg call's messages are laid out in,
-// and the call's outcome.
+// and the call's outcome. It is not copied once used: send is bound to
+// its address.
 type mmsgScratch struct {
 	hs    []mmsghdr
 	iovs  []unix.Iovec
