@@ -92,19 +92,30 @@ func (r *batchReader) read() ([]received, error) {
 }
 
 // recvmmsg is the raw conn's read function: it reports false to wait
-// until the socket is readable. The socket is non-blocking, so the call
-// goes through RawSyscall6 (see mmsgConn).
+// until the socket is readable.
 func (r *batchReader) recvmmsg(fd uintptr) bool {
+	n, errno, ready := mmsg(unix.SYS_RECVMMSG, fd, r.hs)
+	if ready {
+		r.n, r.errno = n, errno
+	}
+	return ready
+}
+
+// mmsg makes system call trap, recvmmsg(2) or sendmmsg(2), on fd with the
+// headers hs, again after EINTR, and returns how many messages it moved
+// and its error. It reports ready false on EAGAIN: the raw conn then
+// waits until the socket is ready. The socket is non-blocking, so the
+// call never blocks and goes through RawSyscall6 (see mmsgConn).
+func mmsg(trap, fd uintptr, hs []mmsghdr) (n int, errno syscall.Errno, ready bool) {
 	for {
-		n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])), uintptr(len(r.hs)), 0, 0, 0)
-		switch errno {
+		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), 0, 0, 0)
+		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return 0, 0, false
 		}
-		r.n, r.errno = int(n), errno
-		return true
+		return int(r), e, true
 	}
 }
 

@@ -61,17 +61,11 @@ type mmsgScratch struct {
 // sendmmsg is the raw conn's write function: it reports false to wait
 // until the socket is writable.
 func (s *mmsgScratch) sendmmsg(fd uintptr) bool {
-	for {
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.hs[0])), uintptr(s.count), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		s.n, s.errno = int(r), e
-		return true
+	n, errno, ready := mmsg(unix.SYS_SENDMMSG, fd, s.hs[:s.count])
+	if ready {
+		s.n, s.errno = n, errno
 	}
+	return ready
 }
 
 // WriteBatch implements batchConn: it sends ms with one sendmmsg and
