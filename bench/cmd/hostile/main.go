@@ -5,9 +5,12 @@
 // and idle streams (heap per stream, CPU seconds per second). Attackers
 // are UDP sockets on 127.0.0.1, each port a distinct source; the idle
 // streams' clients run in a child process, so that the listener's
-// process holds only the listener's side.
+// process holds only the listener's side. The floor phase (Linux only,
+// run once, not per protocol) measures what a bare echo loop spends per
+// probe and answer under the idle phase's load: the floor under the idle
+// phase's figure on the same machine.
 //
-//	go run ./cmd/hostile [-protocols porous,airhook,lludp,wirefox,avara] [-phases flood,dial,idle]
+//	go run ./cmd/hostile [-protocols porous,airhook,lludp,wirefox,avara] [-phases flood,dial,idle,floor]
 //	    [-sources 20000] [-rate 1000] [-idle 10000] [-window 30s]
 //	    [-keepalive d] [-heapprofile file] [-cpuprofile file]
 package main
@@ -43,7 +46,7 @@ var (
 
 func main() {
 	protocols := flag.String("protocols", "porous,airhook,lludp,wirefox,avara", "protocols to attack, comma-separated")
-	phases := flag.String("phases", "flood,dial,idle", "phases to run, comma-separated: flood (blind sources), dial (a dial during a flood), idle (idle streams)")
+	phases := flag.String("phases", "flood,dial,idle", "phases to run, comma-separated: flood (blind sources), dial (a dial during a flood), idle (idle streams), floor (a bare echo loop under the idle streams' probes)")
 	sources := flag.Int("sources", 20000, "blind sources, one opening each")
 	rate := flag.Int("rate", 1000, "openings per second during the legitimate dial")
 	idle := flag.Int("idle", 10000, "idle streams")
@@ -52,10 +55,18 @@ func main() {
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the idle streams' listener over the window to this file (suffixed with the protocol)")
 	keepAlive = flag.Duration("keepalive", 0, "Config.KeepAlive of the idle streams, with an IdleTimeout three times as long (0: the defaults)")
 	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
+	echoClients := flag.String("echoclients", "", "internal: run as the floor phase's client process, probing this address")
 	flag.Parse()
 	if *clients != "" {
 		runClients(*clients, *protocols, *idle)
 		return
+	}
+	if *echoClients != "" {
+		runEchoClients(*echoClients, *idle, cmp.Or(*keepAlive, rudp.DefaultKeepAlive))
+		return
+	}
+	if run(*phases, "floor") {
+		echoFloor(*idle, cmp.Or(*keepAlive, rudp.DefaultKeepAlive), *window)
 	}
 	for _, name := range strings.Split(*protocols, ",") {
 		p, err := rudp.ParseProtocol(name)
