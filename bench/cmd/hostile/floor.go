@@ -3,13 +3,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -33,32 +31,14 @@ func echoFloor(n int, interval, window time.Duration) {
 	defer uc.Close()
 	var answered atomic.Uint64
 	go echo(uc, &answered)
-	exe, err := os.Executable()
-	if err != nil {
-		log.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-echoclients", uc.LocalAddr().String(), "-idle", strconv.Itoa(n), "-keepalive", interval.String())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		log.Fatalf("echo client process: %q %v", line, err)
-	}
+	ch := startChild("-echoclients", uc.LocalAddr().String(), "-idle", strconv.Itoa(n), "-keepalive", interval.String())
+	ch.ready()
 	time.Sleep(interval) // every socket has probed once
 	a0, cpu0, t0 := answered.Load(), cpuTime(), time.Now()
 	time.Sleep(window)
 	a, cpu, wall := answered.Load()-a0, cpuTime()-cpu0, time.Since(t0)
-	stdin.Close()
-	_ = cmd.Wait()
+	ch.stdin.Close()
+	_ = ch.cmd.Wait()
 	perProbe := time.Duration(0)
 	if a > 0 {
 		perProbe = cpu / time.Duration(a)

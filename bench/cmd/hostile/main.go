@@ -342,23 +342,7 @@ func spread(d []time.Duration) string {
 func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive})
 	defer ln.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		log.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n), "-keepalive", keepAlive.String())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
+	ch := startChild("-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n), "-keepalive", keepAlive.String())
 	conns := make([]net.Conn, 0, n)
 	buf := make([]byte, 2)
 	for range n {
@@ -373,10 +357,7 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		_ = c.SetReadDeadline(time.Time{}) // no timer left to fire in the window
 		conns = append(conns, c)
 	}
-	out := bufio.NewReader(stdout)
-	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
-		log.Fatalf("client process: %q %v", line, err)
-	}
+	ch.ready()
 	// Idle streams free their buffers at the first settle a second after
 	// their last bytes; keepalives (every KeepAlive) settle them.
 	time.Sleep(cmp.Or(*keepAlive, rudp.DefaultKeepAlive) + 2*time.Second)
@@ -414,8 +395,8 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	for _, c := range conns {
 		c.Close()
 	}
-	stdin.Close()
-	line, _ := out.ReadString('\n')
+	ch.stdin.Close()
+	line, _ := ch.out.ReadString('\n')
 	for _, c := range conns {
 		select {
 		case <-c.(*rudp.Conn).Done():
@@ -423,7 +404,7 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 			log.Fatal("an idle stream did not end")
 		}
 	}
-	_ = cmd.Wait()
+	_ = ch.cmd.Wait()
 	heap -= int64(heapAlloc())
 	// CPU per datagram received compares builds and protocols whose
 	// probes fall differently within the window.
@@ -433,6 +414,44 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	}
 	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v (%v per datagram received), datagrams per stream and second sent %.3f, received %.3f; client process %s",
 		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perProbe.Round(100*time.Nanosecond), perStream(sent-sent0), perStream(recv-recv0), line)
+}
+
+// child is a client process of this command: its standard input ends
+// it, and its standard output says "ready" once it has set up, then
+// what it reports at the end.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startChild starts this command again, with args, as a child process.
+func startChild(args ...string) *child {
+	exe, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	return &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+}
+
+// ready waits until the child says it is ready.
+func (c *child) ready() {
+	if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
+		log.Fatalf("client process: %q %v", line, err)
+	}
 }
 
 // datagrams returns the datagrams conns have sent and received.
