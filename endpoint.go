@@ -274,8 +274,15 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 	return failed, refused
 }
 
-// maxSegments is the most datagrams one GSO message may carry.
-const maxSegments = 64
+// GSO bounds: one segmented message carries at most maxSegments
+// datagrams (the kernel's UDP_MAX_SEGMENTS) and at most maxGSOBytes of
+// UDP payload, what one IPv4 packet holds (65535 less the IPv4 and UDP
+// headers). A longer run is split into several messages: the kernel
+// would fail the whole message with EMSGSIZE.
+const (
+	maxSegments = 64
+	maxGSOBytes = 65535 - 20 - 8
+)
 
 // sendScratch holds an association's messages for send, so that sending
 // allocates nothing.
@@ -298,7 +305,8 @@ func (sc *sendScratch) messages(bufs [][]byte, to net.Addr, gso bool) []ipv4.Mes
 	k := 0
 	for i := 0; i < len(bufs) && k < len(sc.ms); k++ {
 		size, j := len(bufs[i]), i+1
-		for gso && j < len(bufs) && j-i < maxSegments && len(bufs[j-1]) == size && len(bufs[j]) <= size {
+		most := min(maxSegments, maxGSOBytes/max(size, 1))
+		for gso && j < len(bufs) && j-i < most && len(bufs[j-1]) == size && len(bufs[j]) <= size {
 			j++
 		}
 		m := &sc.ms[k]

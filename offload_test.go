@@ -34,4 +34,16 @@ func TestGSOGrouping(t *testing.T) {
 	require.Equal(t, []int{4, 2, 2}, runs(sc.messages(bufs, to, true)), "a shorter datagram ends a run")
 	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1}, runs(sc.messages(bufs, to, false)))
 	require.Equal(t, []int{1, 1}, runs(sc.messages(mk(4, 1290), to, true)), "a larger datagram starts a new run")
+
+	// 1472-byte datagrams: 44 fit in one IPv4 packet's 65507 bytes.
+	long := make([]int, 50)
+	for i := range long {
+		long[i] = 1472
+	}
+	require.Equal(t, []int{44, 6}, runs(sc.messages(mk(long...), to, true)), "a run ends at 65507 bytes")
+	small := make([]int, 70)
+	for i := range small {
+		small[i] = 100
+	}
+	require.Equal(t, []int{64, 6}, runs(sc.messages(mk(small...), to, true)), "a run ends at 64 datagrams")
 }
