@@ -42,6 +42,9 @@ func BenchmarkStream(b *testing.B) {
 	b.Run("tcp", func(b *testing.B) { measure(b, tcpPair(b)) })
 	b.Run("quic-go", func(b *testing.B) { measure(b, quicPair(b, direct)) })
 	b.Run("kcp-go", func(b *testing.B) { measure(b, kcpPair(b, direct)) })
+	if floor != nil {
+		b.Run("udp-floor", func(b *testing.B) { measure(b, floor(b)) })
+	}
 }
 
 // pair is one connected transport under test.
