@@ -275,7 +275,8 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 }
 
 // GSO bounds: one segmented message carries at most maxSegments
-// datagrams (the kernel's UDP_MAX_SEGMENTS) and at most maxGSOBytes of
+// datagrams (64, the kernel's UDP_MAX_SEGMENTS wherever UDP GSO exists;
+// recent kernels take more) and at most maxGSOBytes of
 // UDP payload, what one IPv4 packet holds (65535 less the IPv4 and UDP
 // headers). A longer run is split into several messages: the kernel
 // would fail the whole message with EMSGSIZE.
