@@ -39,12 +39,8 @@ func echoFloor(n int, interval, window time.Duration) {
 	a, cpu, wall := answered.Load()-a0, cpuTime()-cpu0, time.Since(t0)
 	ch.stdin.Close()
 	_ = ch.cmd.Wait()
-	perProbe := time.Duration(0)
-	if a > 0 {
-		perProbe = cpu / time.Duration(a)
-	}
 	fmt.Printf("echo floor: %d sockets probing every %v: CPU %.4f s/s over %v (%v per probe and answer, %d answered)\n",
-		n, interval, cpu.Seconds()/wall.Seconds(), window, perProbe.Round(100*time.Nanosecond), a)
+		n, interval, cpu.Seconds()/wall.Seconds(), window, perDatagram(cpu, a), a)
 }
 
 // echo answers every datagram on uc with itself, counting them.

@@ -408,12 +408,18 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	heap -= int64(heapAlloc())
 	// CPU per datagram received compares builds and protocols whose
 	// probes fall differently within the window.
-	perProbe := time.Duration(0)
-	if recv > recv0 {
-		perProbe = cpu / time.Duration(recv-recv0)
-	}
+	perProbe := perDatagram(cpu, recv-recv0)
 	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v (%v per datagram received), datagrams per stream and second sent %.3f, received %.3f; client process %s",
-		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perProbe.Round(100*time.Nanosecond), perStream(sent-sent0), perStream(recv-recv0), line)
+		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perProbe, perStream(sent-sent0), perStream(recv-recv0), line)
+}
+
+// perDatagram is cpu spread over n datagrams, 0 for none, rounded to
+// 100 ns.
+func perDatagram(cpu time.Duration, n uint64) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return (cpu / time.Duration(n)).Round(100 * time.Nanosecond)
 }
 
 // child is a client process of this command: its standard input ends
