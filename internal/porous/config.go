@@ -172,8 +172,15 @@ type Config struct {
 	// congestion.AIMD (the paper's window, loss detected by timeout only,
 	// docs/protocols/porous.md §3.3). It changes nothing on the wire.
 	Congestion congestion.Algorithm
+	// LargeFrames makes the session take Data frames of up to
+	// LargeFrameSize bytes, beyond the reference's MaxFrameSize (other
+	// frames keep that bound). It is for peers that send them only when
+	// told they may (see Session.SetMaxFrame): rudp streams, never the
+	// reference.
+	LargeFrames bool
 	// Logger receives debug events: incoming packets dropped for being
-	// larger than MaxPacket, and the congestion controller's events. nil
+	// larger than MaxPacket, large frames given up (see
+	// Session.SetMaxFrame), and the congestion controller's events. nil
 	// discards them.
 	Logger *slog.Logger
 }

@@ -170,4 +170,7 @@
 //     Stats.Expired rather than sent late.
 //   - Datagram size: never above 1472 bytes; a longer incoming datagram is
 //     malformed (the reference truncates it and fails to parse it).
+//     Config.LargeFrames and SetMaxFrame lift the bound for Data frames
+//     between peers that both allow it, never the reference: see
+//     LargeFrameSize.
 package porous

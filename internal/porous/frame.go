@@ -35,6 +35,13 @@ const (
 	// MaxAcks is the most frame sequence numbers one DataAck carries
 	// within MaxFrameSize.
 	MaxAcks = (MaxFrameSize - dataAckHeaderSize) / 4
+	// LargeFrameSize is the largest Data frame a session with
+	// Config.LargeFrames takes, in bytes: 44 fragments of FragmentSize with
+	// their headers, 64,467 bytes, so that with a 4-byte trailer it fits
+	// one UDP datagram over IPv6 through a 65,536-byte loopback MTU. The
+	// reference never sends nor takes a frame above MaxFrameSize (see
+	// Session.SetMaxFrame).
+	LargeFrameSize = DataHeaderSize + 44*(FragmentHeaderSize+FragmentSize)
 	// MaxChannels is the most channels a session has (sent as count − 1).
 	MaxChannels = 256
 
@@ -234,7 +241,7 @@ func appendWindowAck(b []byte, ch uint8, seq uint32) []byte {
 // Decoding errors; all wrap engine.ErrMalformed.
 var (
 	errEmpty          = fmt.Errorf("%w: porous: empty datagram", engine.ErrMalformed)
-	errTooLong        = fmt.Errorf("%w: porous: datagram longer than %d bytes", engine.ErrMalformed, MaxFrameSize)
+	errTooLong        = fmt.Errorf("%w: porous: datagram too long", engine.ErrMalformed)
 	errFrameType      = fmt.Errorf("%w: porous: unknown frame type", engine.ErrMalformed)
 	errFrameSize      = fmt.Errorf("%w: porous: wrong size for the frame type", engine.ErrMalformed)
 	errDataAckHeader  = fmt.Errorf("%w: porous: DataAck shorter than its %d-byte header", engine.ErrMalformed, dataAckHeaderSize)
@@ -258,13 +265,17 @@ var (
 // 1472-byte buffer and cannot parse what it truncated. Errors wrap
 // engine.ErrMalformed; f is then unspecified. Fragment data in f aliases
 // b. Decode never panics.
-func Decode(b []byte, f *Frame) error {
+func Decode(b []byte, f *Frame) error { return decode(b, f, MaxFrameSize) }
+
+// decode is Decode taking Data frames of up to maxData bytes (at least
+// MaxFrameSize); other frames still have at most MaxFrameSize.
+func decode(b []byte, f *Frame, maxData int) error {
 	msgs, acks := f.Messages[:0], f.Acks[:0]
 	*f = Frame{Messages: msgs, Acks: acks} // keep the storage, not the content
 	switch {
 	case len(b) == 0:
 		return errEmpty
-	case len(b) > MaxFrameSize:
+	case len(b) > MaxFrameSize && (len(b) > maxData || b[0] != byte(FrameData)):
 		return errTooLong
 	case b[0] >= byte(len(fixedSize)):
 		return errFrameType

@@ -40,7 +40,7 @@ func (s *Session) HandleDatagram(now time.Time, p []byte) error {
 	}
 	s.setNow(now)
 	f := &s.frame
-	err := Decode(p, f)
+	err := decode(p, f, s.maxData)
 	if s.cfg.Accept && !s.accepted {
 		switch {
 		case err != nil:

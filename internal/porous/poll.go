@@ -8,8 +8,9 @@ import (
 
 // Poll applies the timers at now, then writes the next frame due into buf
 // and returns its length, or 0 when nothing is due. Call it until it
-// returns 0. buf must hold at least MaxFrameSize bytes; with a shorter buf
-// nothing is written.
+// returns 0. buf must hold at least MaxFrameSize bytes, and the size
+// given to SetMaxFrame if it was called; with a buf shorter than
+// MaxFrameSize nothing is written.
 //
 // Frames leave in the reference's flush order (docs/protocols/porous.md §3.1): queued
 // control frames (Connect, ConnectAck, Ping, PingAck, Disconnect,

@@ -148,6 +148,12 @@ type Session struct {
 	lastRx  time.Time // last datagram that decoded (watchdog)
 	stats   engine.Stats
 	frame   Frame // decoding scratch
+
+	maxData  int // the largest Data frame taken: see Config.LargeFrames
+	maxFrame int // the largest new frame built: see SetMaxFrame
+	// largeOK: a frame above MaxFrameSize was acknowledged; largeLost: one
+	// was declared lost before that, and large frames were given up.
+	largeOK, largeLost bool
 }
 
 // New returns a session created at now, in StateHandshake. It fails if cfg
@@ -175,6 +181,11 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		created:   now,
 		lastRx:    now,
 		connectAt: now,
+		maxData:   MaxFrameSize,
+		maxFrame:  MaxFrameSize,
+	}
+	if cfg.LargeFrames {
+		s.maxData = LargeFrameSize
 	}
 	for i := range s.txch {
 		c := &s.txch[i]

@@ -30,17 +30,18 @@ func fuzzRecord(ctl byte, b []byte) []byte {
 }
 
 // pollChecked polls s at now until nothing is due, checking that every
-// frame decodes, that no DataAck repeats an ID and that the deadline then
+// frame decodes and fits s's largest frame (see SetMaxFrame), that no
+// DataAck repeats an ID and that the deadline then
 // lies in the future.
 func pollChecked(t *testing.T, s *Session, now time.Time, buf []byte) {
 	t.Helper()
 	var f Frame
 	var acks []uint32
 	enginetest.PollChecked(t, s, now, buf, func(b []byte) {
-		if len(b) > MaxFrameSize {
-			t.Fatalf("a frame of %d bytes", len(b))
+		if len(b) > s.maxFrame {
+			t.Fatalf("a frame of %d bytes, above %d", len(b), s.maxFrame)
 		}
-		if err := Decode(b, &f); err != nil {
+		if err := decode(b, &f, s.maxFrame); err != nil {
 			t.Fatalf("Poll wrote a frame that does not decode: %v", err)
 		}
 		if f.Type == FrameDataAck {
@@ -108,10 +109,13 @@ func TestPOROUSSessionInputs(t *testing.T) {
 func fuzzSession(t *testing.T, b []byte) {
 	{
 		// A short Linger bounds the close at the end: a silent peer makes
-		// the session resend everything until it runs out.
-		s, _ := connected(t, Config{Channels: 3, MaxPacket: 8 * FragmentSize, MaxQueued: 64, Linger: 200 * time.Millisecond}, Config{Channels: 3})
+		// the session resend everything until it runs out. Large frames
+		// both ways: what the input acknowledges or not decides whether
+		// they are kept, or given up and split.
+		s, _ := connected(t, Config{Channels: 3, MaxPacket: 8 * FragmentSize, MaxQueued: 64, Linger: 200 * time.Millisecond, LargeFrames: true}, Config{Channels: 3})
+		s.SetMaxFrame(LargeFrameSize)
 		now := at(3)
-		buf := make([]byte, MaxFrameSize)
+		buf := make([]byte, LargeFrameSize)
 		k := 0
 		send := func() {
 			p := make([]byte, (k*977)%(3*FragmentSize))

@@ -227,7 +227,7 @@ func (s *Session) buildLimit() (int, bool) {
 	if c == nil || s.ring.n >= TransferWindow {
 		return 0, false
 	}
-	limit := MaxFrameSize
+	limit := s.maxFrame
 	if s.cc.InFlight() > 0 {
 		limit = min(limit, s.cc.Room())
 	}
@@ -271,6 +271,7 @@ func (s *Session) onDataAck(acks []uint32) {
 			s.cc.Spurious() // declared lost, yet its only transmission arrived
 		}
 		s.cc.OnAcked(s.now, &f.pkt)
+		s.largeAcked(f)
 		acked = true
 		f.state = fsDone
 		for i := range f.msgs {
@@ -341,6 +342,7 @@ func (s *Session) detectLosses() {
 				f.size += f.msgs[i].size()
 			}
 			s.resendq.Push(f.seq)
+			s.largeLostFrame(f)
 		case f.seq%SentinelFrameSpacing == SentinelFrameSpacing-1:
 			f.state, f.size = fsLost, DataHeaderSize
 			s.resendq.Push(f.seq)

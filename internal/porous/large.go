@@ -1,0 +1,96 @@
+package porous
+
+// Large frames: Data frames above MaxFrameSize, for peers known to take
+// them (Config.LargeFrames) over a path known to carry them. The
+// reference never sees one. Each carries up to 44 fragments, so a sender
+// pays its per-datagram costs (the datagram's system call share, its
+// acknowledgement, its congestion-control record) once for up to 44
+// fragments instead of once for each.
+
+// SetMaxFrame lets new Data frames grow to n bytes, within
+// [MaxFrameSize, LargeFrameSize]. Call it only once the peer is known to
+// take such frames (its Config.LargeFrames) and the path to carry them
+// (a loopback path); Poll's buf must then hold n bytes. A frame's size is
+// fixed when it is built: a resend has the same size, unless it is split
+// (below).
+//
+// The first large frames are a probe of the path. Once one is
+// acknowledged the path is taken to carry them. If one is declared lost
+// before that, large frames are given up for good, logged at Debug: new
+// frames go back to MaxFrameSize, and every lost large frame is split
+// into frames of at most MaxFrameSize for its resend, so that data sent
+// into a path that drops large datagrams (a relay with a smaller MTU, say)
+// still arrives. Later calls then change nothing.
+func (s *Session) SetMaxFrame(n int) {
+	if s.largeLost {
+		return
+	}
+	s.maxFrame = min(max(n, MaxFrameSize), LargeFrameSize)
+}
+
+// MaxFrame returns the largest new Data frame, in bytes: MaxFrameSize
+// unless SetMaxFrame raised it and large frames were not given up.
+func (s *Session) MaxFrame() int { return s.maxFrame }
+
+// largeAcked records that frame f was acknowledged.
+func (s *Session) largeAcked(f *txFrame) {
+	if f.size > MaxFrameSize {
+		s.largeOK = true
+	}
+}
+
+// largeLostFrame is called for frame f, declared lost, before its resend
+// is queued: a large frame lost before any was acknowledged gives large
+// frames up; a lost frame larger than the frames now built is split.
+func (s *Session) largeLostFrame(f *txFrame) {
+	if f.size > MaxFrameSize && !s.largeOK && !s.largeLost {
+		s.largeLost = true
+		s.maxFrame = MaxFrameSize
+		s.cfg.Logger.Debug("porous: large frames given up: one was lost before any was acknowledged", "size", f.size)
+	}
+	if f.size > s.maxFrame {
+		s.split(f)
+	}
+}
+
+// split keeps in lost frame f the messages that fit s.maxFrame and moves
+// the others into new frames at the end of the transfer queue, each
+// queued for resending as f is. The receiver tells fragments apart by
+// their packet and fragment numbers, not by the frame that carried them,
+// so which frame carries a message is the sender's choice. With the
+// transfer window full, f stays whole.
+func (s *Session) split(f *txFrame) {
+	seq := f.seq
+	keep, size := 0, DataHeaderSize
+	for keep < len(f.msgs) && size+f.msgs[keep].size() <= s.maxFrame {
+		size += f.msgs[keep].size()
+		keep++
+	}
+	for {
+		f = s.ring.get(seq) // push may move the slots
+		if keep >= len(f.msgs) || s.ring.n >= TransferWindow {
+			break
+		}
+		g := s.ring.push()
+		f = s.ring.get(seq)
+		s.nextSeq++
+		size := DataHeaderSize
+		n := keep
+		for n < len(f.msgs) && (n == keep || size+f.msgs[n].size() <= s.maxFrame) {
+			size += f.msgs[n].size()
+			g.msgs = append(g.msgs, f.msgs[n])
+			n++
+		}
+		// The moved messages leave f's tail: f keeps [0, keep) and what
+		// is still to move.
+		rest := copy(f.msgs[keep:], f.msgs[n:])
+		clear(f.msgs[keep+rest:])
+		f.msgs = f.msgs[:keep+rest]
+		g.state, g.size = fsLost, size
+		s.resendq.Push(g.seq)
+	}
+	f.size = DataHeaderSize
+	for i := range f.msgs {
+		f.size += f.msgs[i].size()
+	}
+}

@@ -1,0 +1,171 @@
+package porous
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// largePair is a connected pair that takes large frames both ways, A
+// allowed to send them, polled into buffers that hold them.
+func largePair(t *testing.T, loss float64) *pair {
+	cfg := Config{LargeFrames: true, MaxPacket: 1 << 20}
+	p := newPair(t, cfg, cfg, 5*time.Millisecond, loss, 3)
+	p.Buf = make([]byte, LargeFrameSize)
+	p.RunUntil(1000, func() bool {
+		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished
+	})
+	p.A.SetMaxFrame(LargeFrameSize)
+	return p
+}
+
+// sendAndCollect sends msgs from A, as fast as A takes them, and runs p
+// until B has received them all and A has nothing pending; it returns
+// what B received.
+func sendAndCollect(t *testing.T, p *pair, msgs [][]byte) [][]byte {
+	var got [][]byte
+	next := 0
+	p.RunUntil(100_000, func() bool {
+		for next < len(msgs) && p.A.Send(msgs[next], engine.SendOptions{}) == nil {
+			next++
+		}
+		for _, m := range recvAll(p.B) {
+			got = append(got, m.Data)
+		}
+		return next == len(msgs) && len(got) == len(msgs) && p.A.Pending() == 0
+	})
+	return got
+}
+
+// dataSizes returns the sizes of the Data frames in log.
+func dataSizes(log [][]byte) []int {
+	var out []int
+	for _, b := range log {
+		if FrameType(b[0]) == FrameData {
+			out = append(out, len(b))
+		}
+	}
+	return out
+}
+
+// TestDecodeLargeFrame: a Data frame above MaxFrameSize decodes only with
+// the large bound, up to LargeFrameSize; other frames keep MaxFrameSize.
+func TestDecodeLargeFrame(t *testing.T) {
+	big := make([]byte, 64*1024)
+	frame := func(n int) []byte {
+		p := &outPacket{seq: 1, last: uint16((n - 1) / FragmentSize), data: big[:n]}
+		b := []byte{byte(FrameData), 0, 0, 0, 9, 0, byte(p.last) + 1}
+		for i := range int(p.last) + 1 {
+			b = appendFragment(b, 0, p.seq, 0, uint16(i), p.last, p.fragment(i))
+		}
+		return b
+	}
+	full := frame(44 * FragmentSize)
+	require.Len(t, full, LargeFrameSize)
+	var f Frame
+	require.NoError(t, decode(full, &f, LargeFrameSize))
+	require.Len(t, f.Messages, 44)
+	require.ErrorIs(t, Decode(full, &f), errTooLong)
+	require.ErrorIs(t, Decode(frame(2*FragmentSize), &f), errTooLong)
+	require.ErrorIs(t, decode(append(full, 0), &f, LargeFrameSize), errTooLong)
+	ack := []byte{byte(FrameDataAck), 1, 0}
+	ack = append(ack, make([]byte, 4*256)...)
+	ack[1], ack[2] = 1, 0 // 256 IDs: 1027 bytes, within MaxFrameSize
+	require.NoError(t, decode(ack, &f, LargeFrameSize))
+	ack = append([]byte{byte(FrameDataAck), 2, 0}, make([]byte, 4*512)...)
+	require.ErrorIs(t, decode(ack, &f, LargeFrameSize), errTooLong, "only Data frames may be large")
+}
+
+// TestLargeFrames: with SetMaxFrame, a packet of 45 fragments leaves in
+// two Data frames, the first of exactly LargeFrameSize bytes (44
+// fragments), and arrives whole; B, never allowed to send large frames,
+// sends none.
+func TestLargeFrames(t *testing.T) {
+	p := largePair(t, 0)
+	msg := bytes.Repeat([]byte("large frames "), (44*FragmentSize+100)/13)
+	got := sendAndCollect(t, p, [][]byte{msg})
+	require.Equal(t, [][]byte{msg}, got)
+	require.Equal(t, []int{LargeFrameSize, DataHeaderSize + FragmentHeaderSize + len(msg) - 44*FragmentSize}, dataSizes(p.AB.Log))
+	require.Equal(t, LargeFrameSize, p.A.MaxFrame())
+	require.True(t, p.A.largeOK)
+	for _, b := range p.BA.Log {
+		require.LessOrEqual(t, len(b), MaxFrameSize)
+	}
+}
+
+// TestLargeFramesBlackHole: a path that drops every datagram above
+// MaxFrameSize. The first large frame is declared lost before any was
+// acknowledged, so A gives large frames up: the lost frames go again split
+// into frames of at most MaxFrameSize, every message arrives exactly
+// once, and SetMaxFrame no longer changes anything.
+func TestLargeFramesBlackHole(t *testing.T) {
+	p := largePair(t, 0)
+	p.AB.Drop = func(b []byte) bool { return len(b) > MaxFrameSize }
+	var msgs [][]byte
+	for i := range 40 {
+		msgs = append(msgs, testPacket(0, i, 20_000))
+	}
+	got := sendAndCollect(t, p, msgs)
+	require.Equal(t, msgs, got)
+	require.Equal(t, MaxFrameSize, p.A.MaxFrame())
+	require.True(t, p.A.largeLost)
+	sizes := dataSizes(p.AB.Log)
+	large := 0
+	for large < len(sizes) && sizes[large] > MaxFrameSize {
+		large++
+	}
+	require.NotZero(t, large, "large frames sent first")
+	for _, n := range sizes[large:] {
+		require.LessOrEqual(t, n, MaxFrameSize, "after the loss")
+	}
+	p.A.SetMaxFrame(LargeFrameSize)
+	require.Equal(t, MaxFrameSize, p.A.MaxFrame())
+	checkInvariants(t, p.A)
+}
+
+// TestLargeFramesConfirmed: once a large frame has been acknowledged, a
+// lost large frame is an ordinary loss: it goes again whole, the same
+// bytes, and large frames stay.
+func TestLargeFramesConfirmed(t *testing.T) {
+	p := largePair(t, 0)
+	msg := bytes.Repeat([]byte{7}, 44*FragmentSize)
+	require.Equal(t, [][]byte{msg}, sendAndCollect(t, p, [][]byte{msg}))
+	require.True(t, p.A.largeOK)
+	var dropped []byte
+	p.AB.Drop = func(b []byte) bool {
+		if dropped == nil && len(b) > MaxFrameSize {
+			dropped = bytes.Clone(b)
+			return true
+		}
+		return false
+	}
+	before := len(p.AB.Log)
+	require.Equal(t, [][]byte{msg, msg}, sendAndCollect(t, p, [][]byte{msg, msg}))
+	require.NotNil(t, dropped)
+	resent := 0
+	for _, b := range p.AB.Log[before:] {
+		if bytes.Equal(b, dropped) {
+			resent++
+		}
+	}
+	require.Equal(t, 2, resent, "sent, then resent whole")
+	require.Equal(t, LargeFrameSize, p.A.MaxFrame())
+	require.False(t, p.A.largeLost)
+	require.Equal(t, uint64(1), p.A.Stats().Retransmits)
+}
+
+// TestLargeFramesLossy: large frames on a path that loses 10 % of the
+// datagrams both ways deliver every packet exactly once, in order.
+func TestLargeFramesLossy(t *testing.T) {
+	p := largePair(t, 0.1)
+	var msgs [][]byte
+	for i := range 300 {
+		msgs = append(msgs, testPacket(0, i, 100_000))
+	}
+	require.Equal(t, msgs, sendAndCollect(t, p, msgs))
+	checkInvariants(t, p.A)
+	checkInvariants(t, p.B)
+}
