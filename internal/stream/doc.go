@@ -33,7 +33,7 @@
 //	type  name    fields after the type byte
 //	----  ------  --------------------------------------------------------------
 //	0x01  HELLO   magic "rudp" (4 bytes: 0x72 0x75 0x64 0x70), version (1 byte,
-//	              0x02), start (u64): the wire offset of the sender's first
+//	              0x03), start (u64): the wire offset of the sender's first
 //	              byte, token (u64): to be echoed, 0 for none, window
 //	              (uvarint): how many bytes the sender accepts at first
 //	0x02  DATA    offset (uvarint), payload (the rest of the frame, 1 byte or
@@ -48,7 +48,7 @@
 //	0x06  ECHO    token (u64): the token of the peer's HELLO
 //
 // For example, HELLO with start 7, no token and a window of 65536 bytes is
-// 01 72 75 64 70 02 00 00 00 00 00 00 00 07 00 00 00 00 00 00 00 00 80 80
+// 01 72 75 64 70 03 00 00 00 00 00 00 00 07 00 00 00 00 00 00 00 00 80 80
 // 04; DATA of "hi" at wire offset 300 is 02 ac 02 68 69, WINDOW 1000 is
 // 03 e8 07, FIN 5 is 04 05, RST with code 7 at offset 5 is 05 07 05 and
 // ECHO of token 1 is 06 00 00 00 00 00 00 00 01.

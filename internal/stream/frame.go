@@ -20,8 +20,11 @@ const (
 const magic = "rudp"
 
 // Version is the stream protocol version carried by HELLO. A HELLO with any
-// other version is a protocol violation.
-const Version = 2
+// other version is a protocol violation. Version 3 changed no frame: it
+// tells the peer that this end's engine takes datagrams larger than its
+// protocol's usual bound (rudp's POROUS streams on loopback), which a
+// version 2 peer drops.
+const Version = 3
 
 // helloLen is the size of a HELLO frame without its limit varint: type,
 // magic, version, start offset and token.

@@ -17,10 +17,10 @@ func helloFrame(window uint64) []byte {
 	return b[:putHello(b, 0, 0, window)]
 }
 
-// helloV2 is the wire form of a HELLO: header, start, token, then the
+// helloV3 is the wire form of a HELLO: header, start, token, then the
 // window's uvarint bytes.
-func helloV2(start, token uint64, window ...byte) []byte {
-	b := []byte{0x01, 'r', 'u', 'd', 'p', 0x02}
+func helloV3(start, token uint64, window ...byte) []byte {
+	b := []byte{0x01, 'r', 'u', 'd', 'p', 0x03}
 	b = binary.BigEndian.AppendUint64(b, start)
 	b = binary.BigEndian.AppendUint64(b, token)
 	return append(b, window...)
@@ -69,7 +69,7 @@ func next(s *Stream) []byte {
 // the same space.
 func TestFrameBytesSend(t *testing.T) {
 	s := New(Config{MaxFrame: 302, RecvWindow: 65536, Start: 1000})
-	require.Equal(t, helloV2(1000, 0, 0x80, 0x80, 0x04), next(s))
+	require.Equal(t, helloV3(1000, 0, 0x80, 0x80, 0x04), next(s))
 	require.Nil(t, next(s))
 	require.False(t, s.Opened())
 
@@ -78,7 +78,7 @@ func TestFrameBytesSend(t *testing.T) {
 	require.Equal(t, 302, s.Unsent())
 	require.Nil(t, next(s), "no DATA before the peer's HELLO")
 
-	require.NoError(t, s.HandleFrame(helloV2(5000, 0, 0xac, 0x02))) // window 300
+	require.NoError(t, s.HandleFrame(helloV3(5000, 0, 0xac, 0x02))) // window 300
 	require.True(t, s.Opened())
 	require.True(t, s.Validated(), "no token of ours to echo")
 	require.Equal(t, append([]byte{0x02, 0xe8, 0x07}, payload[:299]...), next(s), "300 bytes of credit, a 3-byte offset")
@@ -111,7 +111,7 @@ func TestTokenEcho(t *testing.T) {
 	listener := New(Config{MaxFrame: 64, Token: 0x0102030405060708})
 	dialer := New(Config{MaxFrame: 64})
 	hello := next(listener)
-	require.Equal(t, helloV2(0, 0x0102030405060708, 0x80, 0x80, 0x10), hello)
+	require.Equal(t, helloV3(0, 0x0102030405060708, 0x80, 0x80, 0x10), hello)
 	next(dialer)
 	require.NoError(t, dialer.HandleFrame(hello))
 	require.True(t, dialer.Validated())
@@ -119,7 +119,7 @@ func TestTokenEcho(t *testing.T) {
 	require.Equal(t, []byte{0x06, 1, 2, 3, 4, 5, 6, 7, 8}, echo)
 	require.Nil(t, next(dialer))
 
-	require.NoError(t, listener.HandleFrame(helloV2(0, 0, 0x40)))
+	require.NoError(t, listener.HandleFrame(helloV3(0, 0, 0x40)))
 	require.True(t, listener.Opened())
 	require.False(t, listener.Validated())
 	require.NoError(t, listener.HandleFrame([]byte{0x06, 1, 2, 3, 4, 5, 6, 7, 9}))
@@ -131,8 +131,8 @@ func TestTokenEcho(t *testing.T) {
 
 func TestFrameBytesReceive(t *testing.T) {
 	s := New(Config{MaxFrame: 64, RecvWindow: 1000})
-	require.Equal(t, helloV2(0, 0, 0xe8, 0x07), next(s))
-	require.NoError(t, s.HandleFrame(helloV2(0, 0, 0x00)))
+	require.Equal(t, helloV3(0, 0, 0xe8, 0x07), next(s))
+	require.NoError(t, s.HandleFrame(helloV3(0, 0, 0x00)))
 	require.True(t, s.Opened())
 	require.False(t, s.Readable())
 	p := make([]byte, 300)
@@ -185,8 +185,8 @@ func TestParseFrame(t *testing.T) {
 		in   []byte
 		want frame
 	}{
-		{helloV2(7, 9, 0x80, 0x80, 0x04), frame{typ: typeHello, value: 65536, start: 7, token: 9}},
-		{helloV2(1<<64-1, 0, 0x00), frame{typ: typeHello, start: 1<<64 - 1}},
+		{helloV3(7, 9, 0x80, 0x80, 0x04), frame{typ: typeHello, value: 65536, start: 7, token: 9}},
+		{helloV3(1<<64-1, 0, 0x00), frame{typ: typeHello, start: 1<<64 - 1}},
 		{[]byte{0x02, 0xac, 0x02, 0x68, 0x69}, frame{typ: typeData, value: 300, payload: []byte("hi")}},
 		{[]byte{0x02, 0x00, 0x00}, frame{typ: typeData, payload: []byte{0}}},
 		{[]byte{0x03, 0xe8, 0x07}, frame{typ: typeWindow, value: 1000}},
@@ -202,7 +202,7 @@ func TestParseFrame(t *testing.T) {
 	}
 	// Encoders produce the same bytes.
 	b := make([]byte, helloLen+10)
-	require.Equal(t, helloV2(7, 9, 0x80, 0x80, 0x04), b[:putHello(b, 7, 9, 65536)])
+	require.Equal(t, helloV3(7, 9, 0x80, 0x80, 0x04), b[:putHello(b, 7, 9, 65536)])
 	require.Equal(t, []byte{0x02, 0xac, 0x02, 0x68, 0x69}, dataFrame(300, "hi"))
 	require.Equal(t, []byte{0x03, 0xe8, 0x07}, valueFrame(typeWindow, 1000))
 	require.Equal(t, []byte{0x04, 0x05}, valueFrame(typeFin, 5))
@@ -223,14 +223,15 @@ var malformed = []struct {
 	{"unknown type 0xff", []byte{0xff, 0x01, 0x02}},
 	{"truncated HELLO magic", []byte{0x01, 'r', 'u', 'd'}},
 	{"HELLO without version", []byte{0x01, 'r', 'u', 'd', 'p'}},
-	{"HELLO without start", []byte{0x01, 'r', 'u', 'd', 'p', 0x02}},
-	{"HELLO truncated token", helloV2(1, 2)[:20]},
-	{"HELLO without window", helloV2(1, 2)},
-	{"HELLO truncated window", helloV2(1, 2, 0x80)},
-	{"bad magic", append([]byte{0x01, 'R', 'U', 'D', 'P'}, helloV2(0, 0, 0)[5:]...)},
+	{"HELLO without start", []byte{0x01, 'r', 'u', 'd', 'p', 0x03}},
+	{"HELLO truncated token", helloV3(1, 2)[:20]},
+	{"HELLO without window", helloV3(1, 2)},
+	{"HELLO truncated window", helloV3(1, 2, 0x80)},
+	{"bad magic", append([]byte{0x01, 'R', 'U', 'D', 'P'}, helloV3(0, 0, 0)[5:]...)},
 	{"version 1", []byte{0x01, 'r', 'u', 'd', 'p', 0x01, 0x00}},
-	{"version 3", append([]byte{0x01, 'r', 'u', 'd', 'p', 0x03}, helloV2(0, 0, 0)[6:]...)},
-	{"HELLO trailing byte", helloV2(0, 0, 0x00, 0x00)},
+	{"version 2", append([]byte{0x01, 'r', 'u', 'd', 'p', 0x02}, helloV3(0, 0, 0)[6:]...)},
+	{"version 4", append([]byte{0x01, 'r', 'u', 'd', 'p', 0x04}, helloV3(0, 0, 0)[6:]...)},
+	{"HELLO trailing byte", helloV3(0, 0, 0x00, 0x00)},
 	{"DATA empty", []byte{0x02}},
 	{"DATA truncated offset", []byte{0x02, 0x80}},
 	{"DATA without payload", []byte{0x02, 0x00}},
@@ -314,7 +315,7 @@ func TestImplausibleFramesIgnored(t *testing.T) {
 		{"RST beyond window", [][]byte{rstFrame(0, 65)}},
 		{"RST before data received", [][]byte{dataFrame(0, "ab"), rstFrame(0, 1)}},
 		{"WINDOW beyond any window", [][]byte{valueFrame(typeWindow, 1<<31)}},
-		{"HELLO with another start", [][]byte{helloV2(5, 0, 0x10)}},
+		{"HELLO with another start", [][]byte{helloV3(5, 0, 0x10)}},
 		{"ECHO without a token", [][]byte{{0x06, 0, 0, 0, 0, 0, 0, 0, 1}}},
 		{"bad HELLO later", [][]byte{dataFrame(0, "ab"), {0x01, 'r', 'u', 'd', 'p', 0x01, 0x00}}},
 	}
@@ -395,7 +396,7 @@ func TestReorderedBeforeHello(t *testing.T) {
 	s = New(Config{MaxFrame: 64})
 	next(s)
 	require.NoError(t, s.HandleFrame(dataFrame(0, "abc")))
-	err = s.HandleFrame(append([]byte{0x01, 'r', 'u', 'd', 'q'}, helloV2(0, 0, 0)[5:]...))
+	err = s.HandleFrame(append([]byte{0x01, 'r', 'u', 'd', 'q'}, helloV3(0, 0, 0)[5:]...))
 	require.ErrorIs(t, err, ErrProtocol)
 	_, rerr := s.Read(p)
 	require.Same(t, err, rerr)

@@ -31,7 +31,7 @@ func FuzzStreamFrame(f *testing.F) {
 	f.Add(lp(valueFrame(typeWindow, 40), dataFrame(190, "0123456789"), rstFrame(4, 200)))
 	f.Add(lp(valueFrame(typeFin, 3), dataFrame(0, "abc"), rstFrame(4, 3), dataFrame(1, "b")))
 	f.Add(append(lp(dataFrame(0, "0123456789abcdef0123456789abcdef")), 0xc0, 0xc0, 0x40, 0xc0))
-	f.Add(lp(helloV2(9, 9, 0x00), []byte{0x06, 0, 0, 0, 0, 0, 0, 0, 1}))
+	f.Add(lp(helloV3(9, 9, 0x00), []byte{0x06, 0, 0, 0, 0, 0, 0, 0, 1}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const w = 200
 		cfg := Config{MaxFrame: 48, RecvWindow: w, SendBuffer: 100}
