@@ -40,6 +40,9 @@ type Config struct {
 	// MaxDelayed bounds the datagrams waiting for their delay to pass;
 	// beyond it datagrams are dropped as by a full router queue. Default 4096.
 	MaxDelayed int
+	// MaxDatagram, when positive, drops every datagram longer than it, in
+	// bytes, as a path whose MTU it exceeds does.
+	MaxDatagram int
 }
 
 // Conn is a net.PacketConn whose WriteTo applies Config. All other methods
@@ -68,6 +71,7 @@ type Stats struct {
 	Duplicated   uint64 // sent twice (Config.Duplicate)
 	Reordered    uint64 // held back by Config.ReorderDelay
 	QueueDropped uint64 // dropped because Config.MaxDelayed were waiting
+	TooLarge     uint64 // dropped for exceeding Config.MaxDatagram
 }
 
 // New wraps pc.
@@ -95,7 +99,10 @@ func (c *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		return c.PacketConn.WriteTo(p, addr) // reports the closed conn's error
 	}
 	copies := 1
-	if c.cfg.Loss > 0 && c.rng.Float64() < c.cfg.Loss {
+	if c.cfg.MaxDatagram > 0 && len(p) > c.cfg.MaxDatagram {
+		copies = 0
+		c.stats.TooLarge++
+	} else if c.cfg.Loss > 0 && c.rng.Float64() < c.cfg.Loss {
 		copies = 0
 		c.stats.Dropped++
 	} else if c.cfg.Duplicate > 0 && c.rng.Float64() < c.cfg.Duplicate {

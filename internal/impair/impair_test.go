@@ -108,3 +108,21 @@ func TestReorder(t *testing.T) {
 		require.Equal(t, want, string(buf[:n]))
 	}
 }
+
+// TestMaxDatagram: a datagram longer than MaxDatagram is dropped and
+// counted; one of exactly MaxDatagram bytes arrives.
+func TestMaxDatagram(t *testing.T) {
+	a, b := pair(t)
+	c := New(a, Config{MaxDatagram: 10})
+	n, err := c.WriteTo(make([]byte, 11), b.LocalAddr())
+	require.NoError(t, err)
+	require.Equal(t, 11, n, "reported written, as a lossy path does")
+	_, err = c.WriteTo([]byte("0123456789"), b.LocalAddr())
+	require.NoError(t, err)
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 64)
+	n, _, err = b.ReadFrom(buf)
+	require.NoError(t, err)
+	require.Equal(t, "0123456789", string(buf[:n]))
+	require.Equal(t, Stats{Sent: 1, TooLarge: 1}, c.Stats())
+}
