@@ -147,8 +147,11 @@ const (
 
 const (
 	// porousStreamPacket is the size of the POROUS packets that carry a
-	// stream's frames: one fragment, so one frame fills one datagram.
-	porousStreamPacket = porous.FragmentSize
+	// stream's frames: one fragment, so one frame fills one datagram, and
+	// short of a full fragment by the seal, so that the datagram, seal
+	// included, is 1472 bytes, what a 1500-byte IPv4 path carries
+	// without fragmenting it.
+	porousStreamPacket = porous.FragmentSize - sealLen
 	// lludpAckDelay is how long an LLUDP ack waits for a datagram to ride
 	// on. The viewer waits up to 100 ms; acknowledging sooner keeps the
 	// sender's window of unacknowledged messages moving.

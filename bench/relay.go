@@ -35,8 +35,15 @@ type RelayStats struct {
 	Datagrams uint64 // datagrams offered to the bottleneck
 	Dropped   uint64 // dropped at its queue
 	Lost      uint64 // lost at random
+	TooLarge  uint64 // dropped for exceeding MaxDatagram
 	Bytes     uint64 // bytes delivered
 }
+
+// MaxDatagram is the largest datagram a relay forwards, in bytes: what a
+// 1500-byte IPv4 path carries unfragmented. Larger ones are dropped, as
+// such a path drops them when fragmenting is not allowed; one longer
+// than the relay's 2048-byte read buffer counts as 2048 bytes long.
+const MaxDatagram = 1500 - 20 - 8
 
 // Relay is a UDP relay on 127.0.0.1 that emulates a path between the
 // clients that send to it and one server: each direction goes through a
@@ -188,6 +195,12 @@ func newLine(p Path, rng *rand.Rand) *line {
 func (l *line) offer(b *[2048]byte, n int, send func([]byte)) {
 	now := time.Now()
 	l.mu.Lock()
+	if n > MaxDatagram {
+		l.st.TooLarge++
+		l.mu.Unlock()
+		putBuf(b)
+		return
+	}
 	l.st.Datagrams++
 	at := now
 	if l.p.Rate > 0 {
