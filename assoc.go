@@ -62,6 +62,10 @@ type assoc struct {
 	sealed   bool   // datagrams carry a seal (streams; see seal)
 	badSeals uint64 // datagrams dropped because their seal did not match
 
+	// Large frames (see largeFrame): the engine takes datagrams above
+	// maxDatagram, and it may send them.
+	takesLarge, sendsLarge bool
+
 	// Until the peer of a listener's association is validated (it showed
 	// it receives what this end sends), at most amplification times the
 	// bytes received from it are sent to it (RFC 9000 §8.1), so that a
@@ -221,8 +225,12 @@ func (a *assoc) onTimer() {
 func (a *assoc) settleLocked(now time.Time) {
 	a.deliverLocked(now)
 	a.up.pump(now)
-	b := sendPool.Get().(*sendBufs)
-	defer sendPool.Put(b)
+	pool := &sendPool
+	if a.sendsLarge {
+		pool = &largePool
+	}
+	b := pool.Get().(*sendBufs)
+	defer pool.Put(b)
 	refused := false // the socket reported the peer's port unreachable
 	n := 0
 	for {

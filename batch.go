@@ -16,7 +16,11 @@ const (
 	// with many conns should not hold half a MiB of buffers for each.
 	groBatchConnected = 2
 	sendBatch         = 16
-	maxDatagram       = 2048 // largest datagram taken; larger ones are dropped
+	// maxDatagram is the largest datagram taken, except by a stream that
+	// takes large frames (see largeFrame), which takes up to maxLarge;
+	// larger ones are dropped. A read buffer without UDP receive offload
+	// holds maxDatagram bytes.
+	maxDatagram = 2048
 )
 
 // batchConn sends batches of messages: on Linux a *net.UDPConn's

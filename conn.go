@@ -50,10 +50,13 @@ type Conn struct {
 	held      int       // bytes of a frame in frame that the engine refused, to hand it again
 	active    time.Time // when bytes were last written or received
 	maxQueued int
-	accepted  *acceptQueue[*Conn] // accepted conns: their listener's queue
-	aborted   bool                // an RST was queued
-	recycle   engine.Recycler     // the engine, if it reuses delivered buffers
-	build     engine.Builder      // the engine, if it builds messages in place
+	// largeChecked: useLarge has decided whether the engine sends large
+	// frames.
+	largeChecked bool
+	accepted     *acceptQueue[*Conn] // accepted conns: their listener's queue
+	aborted      bool                // an RST was queued
+	recycle      engine.Recycler     // the engine, if it reuses delivered buffers
+	build        engine.Builder      // the engine, if it builds messages in place
 
 	linger atomic.Pointer[time.Duration] // SetLinger's bound; nil: Config.Linger
 }
@@ -93,6 +96,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
 	c.a.sealed = true
+	_, c.a.takesLarge = eng.(largeFramer)
 	c.recycle, _ = eng.(engine.Recycler)
 	c.build, _ = eng.(engine.Builder)
 	if s, ok := eng.(engine.Sinker); ok {
@@ -256,6 +260,7 @@ func (c *Conn) ended(err error) {
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
 	c.st.Tune(now, c.a.eng.Stats().SRTT)
+	c.useLarge()
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {

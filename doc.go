@@ -47,6 +47,21 @@
 // engine (none of the protocols has a checksum of its own). Only rudp
 // speaks it; use a MessageConn to talk to other implementations.
 //
+// A POROUS stream's datagrams are at most 1472 bytes, seal included, what
+// a 1500-byte IPv4 path carries unfragmented: one fragment of up to 1448
+// bytes of stream frame each. Between peers on one host, where the path
+// is the loopback interface (its MTU is 65,536 bytes on Linux), each
+// side, once the stream is open, packs up to 44 such fragments into one
+// datagram of up to 64,471 bytes, a large frame, as TCP uses the whole
+// loopback MTU: a datagram's costs (system calls, acknowledgement,
+// congestion control) are then paid once for 44 fragments. The first
+// large frames probe the path: if one is lost before one has arrived (a
+// relay listening on the loopback address in front of a smaller MTU, a
+// Linux receiver without UDP receive offload, which reads into 2 KiB
+// buffers), the sender gives large frames up for the stream and sends
+// what they carried again in datagrams of 1472 bytes. Large frames are
+// not POROUS as the reference speaks it; message conns never send them.
+//
 // # Resources and limits
 //
 // One goroutine reads each PacketConn; each association has one timer.

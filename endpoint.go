@@ -105,7 +105,7 @@ func (ep *endpoint) readLoop() {
 			if ep.gro {
 				seg = cmp.Or(segmentSize(m.oob[:m.nn]), seg)
 			}
-			if seg > maxDatagram || m.flags&syscall.MSG_TRUNC != 0 {
+			if seg > maxLarge || m.flags&syscall.MSG_TRUNC != 0 {
 				ep.oversize.Add(1) // larger than any protocol's datagram
 				continue
 			}
@@ -137,6 +137,10 @@ func (ep *endpoint) dispatch(data []byte, seg int, m *received, now time.Time) (
 	newPeer := ep.newPeer
 	ep.mu.Unlock()
 	n := min(seg, len(data))
+	if seg > maxDatagram && (a == nil || !a.takesLarge) {
+		ep.oversize.Add(uint64((len(data) + seg - 1) / seg)) // larger than the protocol's datagram
+		return len(data), nil
+	}
 	if a != nil {
 		k, took, restarted := a.input(now, data, seg)
 		if !restarted {

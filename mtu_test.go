@@ -31,9 +31,11 @@ func streamThrough(t *testing.T, c *Conn, s net.Conn, n int) {
 }
 
 // TestStreamFitsIPv4Path: both ends' sockets drop every datagram above
-// 1472 bytes, what a 1500-byte IPv4 path carries unfragmented. A POROUS
-// stream's datagrams, seal included, fit: every byte arrives both ways and
-// none was too large.
+// 1472 bytes, what a 1500-byte IPv4 path carries unfragmented, as a relay
+// on the loopback address in front of such a path would. A POROUS
+// stream's datagrams, seal included, fit; its first large frames (see
+// largeFrame) do not, so it gives them up and sends what they carried
+// again: every byte arrives both ways.
 func TestStreamFitsIPv4Path(t *testing.T) {
 	cut := &impair.Config{MaxDatagram: porous.MaxFrameSize}
 	ln := Server(udpSocket(t, cut, 1), nil)
@@ -48,5 +50,8 @@ func TestStreamFitsIPv4Path(t *testing.T) {
 	bound(t, client, sc)
 	streamThrough(t, client, sc, 1<<20)
 	streamThrough(t, sc.(*Conn), client, 1<<20)
-	require.Zero(t, cpc.(*impair.Conn).Stats().TooLarge)
+	if largeFrame(ln.Addr(), loopbackMTU()) > 0 {
+		require.NotZero(t, cpc.(*impair.Conn).Stats().TooLarge, "large frames tried")
+		require.NotZero(t, client.Stats().Retransmits, "what they carried, sent again")
+	}
 }

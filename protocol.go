@@ -285,6 +285,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			HandshakeTimeout:     c.HandshakeTimeout,
 			Linger:               c.Linger,
 			RejectNewPeerSession: stream,
+			LargeFrames:          stream, // see largeFrame
 		})
 	case LLUDP:
 		circuit := lludp.Circuit(c.Circuit)

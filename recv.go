@@ -45,7 +45,7 @@ func newReader(ep *endpoint) reader {
 		}
 		return newBatchReader(uc, readBatch, maxDatagram+1)
 	}
-	return &pcReader{pc: ep.pc, ms: newReceived(1, maxDatagram+1)}
+	return &pcReader{pc: ep.pc, ms: newReceived(1, maxLarge+1)}
 }
 
 // newReceived returns n receive messages with buffers of size bytes and

@@ -42,7 +42,7 @@ type mmsghdr struct {
 func newBatchReader(uc *net.UDPConn, n, size int) reader {
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		return &pcReader{pc: uc, ms: newReceived(1, maxDatagram+1)}
+		return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
 	}
 	r := &batchReader{
 		uc:    uc,

@@ -7,5 +7,5 @@ import "net"
 // newBatchReader is not reached on systems without batched reads: it reads
 // one datagram at a time.
 func newBatchReader(uc *net.UDPConn, _, _ int) reader {
-	return &pcReader{pc: uc, ms: newReceived(1, maxDatagram+1)}
+	return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
 }

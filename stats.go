@@ -96,6 +96,9 @@ type ListenerStats struct {
 	// not open one (not the protocol's opening, refused by a new engine,
 	// or after Close).
 	UnknownDrops uint64
-	// Oversize counts datagrams larger than any protocol's, dropped unread.
+	// Oversize counts datagrams dropped unread for their size: above 2048
+	// bytes, except those of a POROUS stream's large frames (up to 64,471
+	// bytes from a peer on a loopback address; see Streams on the wire in
+	// the package documentation).
 	Oversize uint64
 }

@@ -1,0 +1,100 @@
+package rudp
+
+import (
+	"net"
+	"sync"
+
+	"github.com/rudpkit/rudp/internal/porous"
+)
+
+// Large frames. Between two rudp stream peers on one host, the path is
+// the loopback interface, whose MTU (65,536 bytes on Linux) is far above
+// the 1472 bytes a POROUS datagram has on the Internet; the kernel's own
+// TCP uses it whole. A POROUS stream whose peer is on a loopback address
+// sends Data frames of up to porous.LargeFrameSize bytes (44 fragments)
+// once the peer's HELLO has shown that it takes them (stream version 3),
+// and so pays its costs per datagram (system calls, seal, acknowledgement,
+// congestion control) once per 44 fragments. Every other stream, and
+// every message conn, keeps its protocol's bound.
+//
+// The first large frames probe the path: if one is lost before one has
+// been acknowledged (a relay on the loopback address forwarding to a
+// smaller MTU, a receiver without UDP receive offload whose read buffers
+// are maxDatagram bytes), the engine gives large frames up and resends
+// what they carried in frames of the usual size (see
+// porous.Session.SetMaxFrame).
+
+// largeFramer is implemented by engines that can send frames above their
+// protocol's usual bound to a peer that takes them.
+type largeFramer interface {
+	SetMaxFrame(n int)
+}
+
+// maxLarge is the largest datagram sent or taken: a large frame and its
+// seal.
+const maxLarge = porous.LargeFrameSize + sealLen
+
+// largeBatch is how many large datagrams an association sends per
+// sendmmsg: as many bytes as sendBatch datagrams of 16 KiB.
+const largeBatch = 4
+
+// largePool holds the send buffers of associations that send large
+// frames, as sendPool those of the others.
+var largePool = sync.Pool{New: func() any {
+	b := &sendBufs{out: make([][]byte, largeBatch), scratch: newSendScratch(largeBatch)}
+	for i := range b.out {
+		b.out[i] = make([]byte, maxLarge)
+	}
+	return b
+}}
+
+// loopbackMTU is the MTU of the host's loopback interface, 0 if there is
+// none or it cannot be read.
+var loopbackMTU = sync.OnceValue(func() int {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return 0
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback != 0 && i.Flags&net.FlagUp != 0 {
+			return i.MTU
+		}
+	}
+	return 0
+})
+
+// largeFrame returns the largest frame to send to raddr, in bytes, if
+// it is above the protocol's usual bound: raddr must be a loopback
+// address, and the frame, its seal and the IP and UDP headers fit the
+// loopback MTU. It returns 0 otherwise.
+func largeFrame(raddr net.Addr, mtu int) int {
+	ua, ok := raddr.(*net.UDPAddr)
+	if !ok || !ua.IP.IsLoopback() {
+		return 0
+	}
+	headers := 20 + 8
+	if ua.IP.To4() == nil {
+		headers = 40 + 8
+	}
+	if n := min(porous.LargeFrameSize, mtu-headers-sealLen); n > porous.MaxFrameSize {
+		return n
+	}
+	return 0
+}
+
+// useLarge lets the engine send large frames, once the conn is open (the
+// peer's HELLO has arrived, and a listener's peer has shown that it
+// receives, which lifts the amplification limit that would otherwise drop
+// a large frame as if the path had), if the engine can and the path
+// allows. Call with the lock held.
+func (c *Conn) useLarge() {
+	if c.largeChecked || !c.opened {
+		return
+	}
+	c.largeChecked = true
+	lf, ok := c.a.eng.(largeFramer)
+	if n := largeFrame(c.raddr, loopbackMTU()); ok && n > 0 {
+		lf.SetMaxFrame(n)
+		c.a.sendsLarge = true
+	}
+}
