@@ -231,6 +231,10 @@ type Config struct {
 	Rand io.Reader
 
 	room *avaraRoom // an Avara message listener's clients
+
+	// largeRTT replaces localRTT when set, so that tests decide whether
+	// a stream over loopback sends large frames, whatever its RTT.
+	largeRTT time.Duration
 }
 
 // Congestion is a congestion controller (Config.Congestion).

@@ -259,8 +259,9 @@ func (c *Conn) ended(err error) {
 // pump implements upper: frames go from the stream to the engine; the
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
-	c.st.Tune(now, c.a.eng.Stats().SRTT)
-	c.useLarge()
+	srtt := c.a.eng.Stats().SRTT
+	c.st.Tune(now, srtt)
+	c.useLarge(srtt)
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {

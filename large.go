@@ -1,8 +1,10 @@
 package rudp
 
 import (
+	"cmp"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/rudpkit/rudp/internal/porous"
 )
@@ -82,19 +84,33 @@ func largeFrame(raddr net.Addr, mtu int) int {
 	return 0
 }
 
-// useLarge lets the engine send large frames, once the conn is open (the
-// peer's HELLO has arrived, and a listener's peer has shown that it
-// receives, which lifts the amplification limit that would otherwise drop
-// a large frame as if the path had), if the engine can and the path
-// allows. Call with the lock held.
-func (c *Conn) useLarge() {
+// localRTT is the smoothed RTT below which a path to a loopback address
+// is taken for the loopback interface itself, which answers in tens of
+// microseconds; a relay listening on the loopback address in front of a
+// real path answers in that path's RTT, and gets no large frames.
+const localRTT = time.Millisecond
+
+// useLarge lets the engine send large frames, given the path's smoothed
+// RTT, once the conn is open (the peer's HELLO has arrived, and a
+// listener's peer has shown that it receives, which lifts the
+// amplification limit that would otherwise drop a large frame as if the
+// path had), if the engine can, the address and MTU allow, and srtt is
+// below localRTT; while only srtt stands in the way it asks again at the
+// next call. Call with the lock held.
+func (c *Conn) useLarge(srtt time.Duration) {
 	if c.largeChecked || !c.opened {
 		return
 	}
-	c.largeChecked = true
 	lf, ok := c.a.eng.(largeFramer)
-	if n := largeFrame(c.raddr, loopbackMTU()); ok && n > 0 {
-		lf.SetMaxFrame(n)
-		c.a.sendsLarge = true
+	n := largeFrame(c.raddr, loopbackMTU())
+	if !ok || n == 0 {
+		c.largeChecked = true
+		return
 	}
+	if srtt <= 0 || srtt >= cmp.Or(c.cfg.largeRTT, localRTT) {
+		return
+	}
+	c.largeChecked = true
+	lf.SetMaxFrame(n)
+	c.a.sendsLarge = true
 }

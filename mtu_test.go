@@ -30,17 +30,15 @@ func streamThrough(t *testing.T, c *Conn, s net.Conn, n int) {
 	require.NoError(t, <-errc)
 }
 
-// TestStreamFitsIPv4Path: both ends' sockets drop every datagram above
-// 1472 bytes, what a 1500-byte IPv4 path carries unfragmented, as a relay
-// on the loopback address in front of such a path would. A POROUS
-// stream's datagrams, seal included, fit; its first large frames (see
-// largeFrame) do not, so it gives them up and sends what they carried
-// again: every byte arrives both ways.
-func TestStreamFitsIPv4Path(t *testing.T) {
-	cut := &impair.Config{MaxDatagram: porous.MaxFrameSize}
-	ln := Server(udpSocket(t, cut, 1), nil)
-	cpc := udpSocket(t, cut, 2)
-	client := Client(cpc, ln.Addr(), nil)
+// cutPair returns a dialed and an accepted stream conn whose sockets drop
+// every datagram above 1472 bytes, what a 1500-byte IPv4 path carries
+// unfragmented, as a relay on the loopback address in front of such a
+// path would, and delay the others by delay; and the dialer's socket.
+func cutPair(t *testing.T, cfg *Config, delay time.Duration) (client, server *Conn, cpc *impair.Conn) {
+	cut := &impair.Config{MaxDatagram: porous.MaxFrameSize, Delay: delay}
+	ln := Server(udpSocket(t, cut, 1), cfg)
+	cpc = udpSocket(t, cut, 2).(*impair.Conn)
+	client = Client(cpc, ln.Addr(), cfg)
 	t.Cleanup(func() { client.Close(); ln.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -48,10 +46,30 @@ func TestStreamFitsIPv4Path(t *testing.T) {
 	sc := accept(t, ln)
 	t.Cleanup(func() { sc.Close() })
 	bound(t, client, sc)
-	streamThrough(t, client, sc, 1<<20)
-	streamThrough(t, sc.(*Conn), client, 1<<20)
-	if largeFrame(ln.Addr(), loopbackMTU()) > 0 {
-		require.NotZero(t, cpc.(*impair.Conn).Stats().TooLarge, "large frames tried")
-		require.NotZero(t, client.Stats().Retransmits, "what they carried, sent again")
+	return client, sc.(*Conn), cpc
+}
+
+// TestStreamFitsIPv4Path: over a path whose RTT is that of a real one,
+// not of the loopback interface, a POROUS stream sends no large frames,
+// and its datagrams, seal included, fit 1472 bytes: every byte arrives
+// both ways, and no datagram was too large.
+func TestStreamFitsIPv4Path(t *testing.T) {
+	client, server, cpc := cutPair(t, nil, localRTT)
+	streamThrough(t, client, server, 1<<20)
+	streamThrough(t, server, client, 1<<20)
+	require.Zero(t, cpc.Stats().TooLarge)
+}
+
+// TestStreamLargeFramesLost: with the RTT bound lifted, a stream over the
+// same path tries large frames, which are lost; it gives them up and
+// sends what they carried again: every byte arrives both ways.
+func TestStreamLargeFramesLost(t *testing.T) {
+	if loopbackMTU() < 2*porous.MaxFrameSize {
+		t.Skipf("loopback MTU %d", loopbackMTU())
 	}
+	client, server, cpc := cutPair(t, &Config{largeRTT: time.Hour}, 0)
+	streamThrough(t, client, server, 1<<20)
+	streamThrough(t, server, client, 1<<20)
+	require.NotZero(t, cpc.Stats().TooLarge, "large frames tried")
+	require.NotZero(t, client.Stats().Retransmits, "what they carried, sent again")
 }

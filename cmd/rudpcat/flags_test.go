@@ -78,6 +78,7 @@ func TestParseCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []demoPath{{0.1, -1}, {0.01, 50 * time.Millisecond}}, o.paths, "no @: the --delay flag's")
 	require.Equal(t, time.Millisecond, o.impairment(0.1, -1, 1).Delay)
+	require.Equal(t, 1472, o.impairment(0.1, -1, 1).MaxDatagram, "a 1500-byte IPv4 path")
 	_, _, err = parseCommand(lookup(t, "demo"), []string{"--loss", "0.1@soon"})
 	require.Error(t, err)
 	require.Equal(t, rudp.Protocol(0), o.protocol, "default: the library's")

@@ -150,7 +150,10 @@ func usage(w io.Writer) {
 const impairmentNote = `
 --loss, --delay and --jitter impair the datagrams this side sends; give
 them to both sides to impair both directions. demo impairs both
-directions itself.
+directions itself. An impaired side also drops the datagrams it sends
+above 1472 bytes, as a path with a 1500-byte MTU does; POROUS streams
+between peers on one host send larger ones until they find they are
+lost.
 `
 
 // commandUsage writes the usage text of one subcommand to w.

@@ -39,11 +39,20 @@ func (s *Session) largeAcked(f *txFrame) {
 	}
 }
 
+// probing reports whether frame f is a probe of the path: a large frame
+// sent before any was acknowledged. Its loss says the path may not carry
+// it, not that the path is congested, so the congestion controller
+// forgets it rather than count it lost (as QUIC treats a lost probe of
+// the path MTU, RFC 9000 §14.4).
+func (s *Session) probing(f *txFrame) bool {
+	return f.size > MaxFrameSize && !s.largeOK
+}
+
 // largeLostFrame is called for frame f, declared lost, before its resend
 // is queued: a large frame lost before any was acknowledged gives large
 // frames up; a lost frame larger than the frames now built is split.
 func (s *Session) largeLostFrame(f *txFrame) {
-	if f.size > MaxFrameSize && !s.largeOK && !s.largeLost {
+	if s.probing(f) && !s.largeLost {
 		s.largeLost = true
 		s.maxFrame = MaxFrameSize
 		s.cfg.Logger.Debug("porous: large frames given up: one was lost before any was acknowledged", "size", f.size)

@@ -333,7 +333,11 @@ func (s *Session) detectLosses() {
 			}
 		}
 		s.timeq.Pop()
-		s.cc.OnLost(s.now, &f.pkt)
+		if s.probing(f) {
+			s.cc.Forget(&f.pkt)
+		} else {
+			s.cc.OnLost(s.now, &f.pkt)
+		}
 		switch {
 		case len(f.msgs) > 0:
 			f.state = fsLost
