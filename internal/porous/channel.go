@@ -504,6 +504,16 @@ func (s *Session) admit(f *Frame) bool {
 	seen := s.needs[:0]
 	var front [MaxChannels / 64]uint64
 	need := 0
+	// While the packets of f come on one channel in increasing order
+	// (a sender's own frames: fragments of a packet in a row, packets in
+	// sequence), the last entry of seen is the only one that can share a
+	// packet with the next message, and a receive page too, pages being
+	// runs of consecutive packet numbers, except where a frame spans
+	// nearly the whole channel window and a page is split across its
+	// ends, which can only count that page twice and errs towards
+	// refusing. So a large frame is admitted in linear time. After any
+	// other order every entry is searched.
+	ordered, lastOff := true, uint32(0)
 	for i := range f.Messages {
 		m := &f.Messages[i]
 		if int(m.Channel) >= s.cfg.Channels || m.Type == MsgWindowAck || m.Type == MsgFragment && !validFragment(m) {
@@ -515,15 +525,31 @@ func (s *Session) admit(f *Frame) bool {
 			continue
 		}
 		cost := 0
-		j := slices.IndexFunc(seen, func(n rxNeed) bool { return n.ch == m.Channel && n.seq == m.PacketSeq })
+		samePage := func(n rxNeed) bool {
+			return n.ch == m.Channel && (n.seq&(ChannelWindow-1))/rxPageLen == (m.PacketSeq&(ChannelWindow-1))/rxPageLen
+		}
+		ordered = ordered && (len(seen) == 0 || seen[len(seen)-1].ch == m.Channel && off >= lastOff)
+		lastOff = off
+		var j int
+		switch {
+		case !ordered:
+			j = slices.IndexFunc(seen, func(n rxNeed) bool { return n.ch == m.Channel && n.seq == m.PacketSeq })
+		case len(seen) > 0 && seen[len(seen)-1].seq == m.PacketSeq:
+			j = len(seen) - 1
+		default:
+			j = -1
+		}
 		if j < 0 {
 			e := c.get(m.PacketSeq)
 			if e == nil {
 				cost += entryCost
-				page := (m.PacketSeq & (ChannelWindow - 1)) / rxPageLen
-				if !c.hasPage(m.PacketSeq) && !slices.ContainsFunc(seen, func(n rxNeed) bool {
-					return n.ch == m.Channel && (n.seq&(ChannelWindow-1))/rxPageLen == page
-				}) {
+				var shared bool
+				if ordered {
+					shared = len(seen) > 0 && samePage(seen[len(seen)-1])
+				} else {
+					shared = slices.ContainsFunc(seen, samePage)
+				}
+				if !c.hasPage(m.PacketSeq) && !shared {
 					cost += pageCost
 				}
 			}
