@@ -12,19 +12,20 @@ import (
 // Large frames. Between two rudp stream peers on one host, the path is
 // the loopback interface, whose MTU (65,536 bytes on Linux) is far above
 // the 1472 bytes a POROUS datagram has on the Internet; the kernel's own
-// TCP uses it whole. A POROUS stream whose peer is on a loopback address
-// sends Data frames of up to porous.LargeFrameSize bytes (44 fragments)
-// once the peer's HELLO has shown that it takes them (stream version 3),
-// and so pays its costs per datagram (system calls, seal, acknowledgement,
-// congestion control) once per 44 fragments. Every other stream, and
-// every message conn, keeps its protocol's bound.
+// TCP uses it whole. A POROUS stream whose peer is on a loopback address,
+// at the loopback's RTT (below localRTT), sends Data frames of up to
+// porous.LargeFrameSize bytes (44 fragments) once the peer's HELLO has
+// shown that it takes them (stream version 3), and so pays its costs per
+// datagram (system calls, seal, acknowledgement, congestion control) once
+// per 44 fragments. Every other stream, and every message conn, keeps its
+// protocol's bound.
 //
 // The first large frames probe the path: if one is lost before one has
 // been acknowledged (a relay on the loopback address forwarding to a
-// smaller MTU, a receiver without UDP receive offload whose read buffers
-// are maxDatagram bytes), the engine gives large frames up and resends
-// what they carried in frames of the usual size (see
-// porous.Session.SetMaxFrame).
+// smaller MTU at a loopback's RTT, a receiver without UDP receive offload
+// whose read buffers are maxDatagram bytes), the engine gives large
+// frames up and resends what they carried in frames of the usual size,
+// without taking the loss for congestion (see porous.Session.SetMaxFrame).
 
 // largeFramer is implemented by engines that can send frames above their
 // protocol's usual bound to a peer that takes them.
