@@ -49,3 +49,17 @@ func TestStreamLargeFrames(t *testing.T) {
 		require.Greater(t, st.BytesSent/st.PacketsSent, uint64(4*porous.MaxFrameSize), "%d bytes in %d datagrams", st.BytesSent, st.PacketsSent)
 	}
 }
+
+// TestOversizeDropped: from a peer without an association that takes
+// large frames, a datagram above 2048 bytes is dropped unread and counted,
+// as is one above the largest large frame from anyone.
+func TestOversizeDropped(t *testing.T) {
+	ln := Server(udpSocket(t, nil, 1), nil)
+	t.Cleanup(func() { ln.Close() })
+	r := newRawPeer(t, ln.Addr())
+	r.send(make([]byte, maxDatagram+1))
+	r.send(make([]byte, maxLarge+1))
+	r.send([]byte{0xff}) // a datagram that opens nothing, after them
+	require.Eventually(t, func() bool { return ln.Stats().UnknownDrops == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, uint64(2), ln.Stats().Oversize)
+}
