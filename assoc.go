@@ -100,16 +100,19 @@ type sendBufs struct {
 
 // maxSend is the largest datagram sent: Config.MTU is at most 1500 (a
 // stream's engine writes up to MTU minus the seal), POROUS's frames 1472
-// (plus the seal on streams).
+// (plus the seal on streams); large frames excepted (see largePool).
 const maxSend = 1500
 
-var sendPool = sync.Pool{New: func() any {
-	b := &sendBufs{out: make([][]byte, sendBatch), scratch: newSendScratch(sendBatch)}
+var sendPool = sync.Pool{New: func() any { return newSendBufs(sendBatch, maxSend) }}
+
+// newSendBufs returns a batch of n buffers of size bytes each.
+func newSendBufs(n, size int) *sendBufs {
+	b := &sendBufs{out: make([][]byte, n), scratch: newSendScratch(n)}
 	for i := range b.out {
-		b.out[i] = make([]byte, maxSend)
+		b.out[i] = make([]byte, size)
 	}
 	return b
-}}
+}
 
 func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine) *assoc {
 	a := &assoc{

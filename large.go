@@ -43,13 +43,7 @@ const largeBatch = 4
 
 // largePool holds the send buffers of associations that send large
 // frames, as sendPool those of the others.
-var largePool = sync.Pool{New: func() any {
-	b := &sendBufs{out: make([][]byte, largeBatch), scratch: newSendScratch(largeBatch)}
-	for i := range b.out {
-		b.out[i] = make([]byte, maxLarge)
-	}
-	return b
-}}
+var largePool = sync.Pool{New: func() any { return newSendBufs(largeBatch, maxLarge) }}
 
 // loopbackMTU is the MTU of the host's loopback interface, 0 if there is
 // none or it cannot be read.

@@ -19,8 +19,9 @@ var floor = floorPair
 
 // The udp-floor flow: datagrams of floorDatagram bytes, floorBatch of them
 // per GSO send, at most floorWindow bytes unacknowledged. These are the
-// sizes a POROUS stream uses (its 1472-byte frames, 16 datagrams per
-// sendmmsg, a congestion window of a few hundred KiB on loopback).
+// sizes a POROUS stream uses on a real path (its 1472-byte frames, 16
+// datagrams per sendmmsg, a congestion window of a few hundred KiB); over
+// loopback it sends large frames instead.
 const (
 	floorDatagram = 1472
 	floorBatch    = 16
@@ -84,7 +85,7 @@ type floorFlow struct {
 	oob    []byte // the GSO control message
 	sent   int64
 	acked  atomic.Int64  // what the receiver last reported having
-	wake   chan struct{} // an acknowledgement came
+	wake   chan struct{} // an acknowledgement came; closed when none can
 	total  atomic.Int64  // the bytes written, once the writer has ended
 }
 
@@ -95,7 +96,9 @@ func (f *floorFlow) Write(p []byte) (int, error) {
 	for n < len(p) {
 		k := min(len(p)-n, floorBatch*floorDatagram)
 		for f.sent+int64(k)-f.acked.Load() > floorWindow {
-			<-f.wake
+			if _, ok := <-f.wake; !ok {
+				return n, net.ErrClosed // the receiver's socket failed: no more acknowledgements
+			}
 		}
 		var oob []byte
 		if k > floorDatagram {
@@ -110,8 +113,10 @@ func (f *floorFlow) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// readAcks keeps acked up to date until the socket closes.
+// readAcks keeps acked up to date until the socket closes or fails,
+// then closes wake.
 func (f *floorFlow) readAcks() {
+	defer close(f.wake)
 	buf := make([]byte, 8)
 	for {
 		n, err := f.tx.Read(buf)

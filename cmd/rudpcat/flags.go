@@ -13,6 +13,7 @@ import (
 
 	"github.com/rudpkit/rudp"
 	"github.com/rudpkit/rudp/internal/impair"
+	"github.com/rudpkit/rudp/internal/porous"
 )
 
 // options are the parsed flags of one subcommand.
@@ -203,17 +204,14 @@ func (o *options) config() *rudp.Config {
 // impairment returns the impairment of the datagrams sent, with loss rate
 // loss, one-way delay (-1: the --delay flag's) and the given seed, on an
 // emulated path of a 1500-byte IPv4 MTU: datagrams above 1472 bytes
-// are dropped (see openSocket for when it applies).
+// (porous.MaxFrameSize, 1500 less the IPv4 and UDP headers) are dropped
+// (see openSocket for when it applies).
 func (o *options) impairment(loss float64, delay time.Duration, seed uint64) impair.Config {
 	if delay < 0 {
 		delay = o.delay
 	}
-	return impair.Config{Loss: loss, Delay: delay, Jitter: o.jitter, Seed: seed, MaxDatagram: pathMaxDatagram}
+	return impair.Config{Loss: loss, Delay: delay, Jitter: o.jitter, Seed: seed, MaxDatagram: porous.MaxFrameSize}
 }
-
-// pathMaxDatagram is the largest datagram an emulated path carries:
-// 1500 bytes less the IPv4 and UDP headers.
-const pathMaxDatagram = 1500 - 20 - 8
 
 // printFlags writes the flags of fs that are not in skip (nil: none) to w,
 // one a line, with their defaults.

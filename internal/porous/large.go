@@ -69,37 +69,35 @@ func (s *Session) largeLostFrame(f *txFrame) {
 // so which frame carries a message is the sender's choice. With the
 // transfer window full, f stays whole.
 func (s *Session) split(f *txFrame) {
-	seq := f.seq
-	keep, size := 0, DataHeaderSize
-	for keep < len(f.msgs) && size+f.msgs[keep].size() <= s.maxFrame {
-		size += f.msgs[keep].size()
-		keep++
-	}
-	for {
-		f = s.ring.get(seq) // push may move the slots
-		if keep >= len(f.msgs) || s.ring.n >= TransferWindow {
-			break
-		}
+	seq, msgs := f.seq, f.msgs // push may move the slots, not msgs
+	keep, _ := fitting(msgs, s.maxFrame)
+	i := keep
+	for i < len(msgs) && s.ring.n < TransferWindow {
+		n, size := fitting(msgs[i:], s.maxFrame)
 		g := s.ring.push()
-		f = s.ring.get(seq)
 		s.nextSeq++
-		size := DataHeaderSize
-		n := keep
-		for n < len(f.msgs) && (n == keep || size+f.msgs[n].size() <= s.maxFrame) {
-			size += f.msgs[n].size()
-			g.msgs = append(g.msgs, f.msgs[n])
-			n++
-		}
-		// The moved messages leave f's tail: f keeps [0, keep) and what
-		// is still to move.
-		rest := copy(f.msgs[keep:], f.msgs[n:])
-		clear(f.msgs[keep+rest:])
-		f.msgs = f.msgs[:keep+rest]
+		g.msgs = append(g.msgs, msgs[i:i+n]...)
 		g.state, g.size = fsLost, size
 		s.resendq.Push(g.seq)
+		i += n
 	}
+	// f keeps its first keep messages and those the window had no room
+	// to move.
+	f = s.ring.get(seq)
+	f.msgs = append(msgs[:keep], msgs[i:]...)
+	clear(msgs[len(f.msgs):])
 	f.size = DataHeaderSize
-	for i := range f.msgs {
-		f.size += f.msgs[i].size()
+	for j := range f.msgs {
+		f.size += f.msgs[j].size()
 	}
+}
+
+// fitting returns how many of msgs, from the first, one frame of at most
+// limit bytes carries (at least one), and that frame's size.
+func fitting(msgs []sentMsg, limit int) (n, size int) {
+	size = DataHeaderSize + msgs[0].size()
+	for n = 1; n < len(msgs) && size+msgs[n].size() <= limit; n++ {
+		size += msgs[n].size()
+	}
+	return n, size
 }

@@ -71,9 +71,7 @@ func TestDecodeLargeFrame(t *testing.T) {
 	require.ErrorIs(t, Decode(full, &f), errTooLong)
 	require.ErrorIs(t, Decode(frame(2*FragmentSize), &f), errTooLong)
 	require.ErrorIs(t, decode(append(full, 0), &f, LargeFrameSize), errTooLong)
-	ack := []byte{byte(FrameDataAck), 1, 0}
-	ack = append(ack, make([]byte, 4*256)...)
-	ack[1], ack[2] = 1, 0 // 256 IDs: 1027 bytes, within MaxFrameSize
+	ack := append([]byte{byte(FrameDataAck), 1, 0}, make([]byte, 4*256)...) // 256 IDs: 1027 bytes, within MaxFrameSize
 	require.NoError(t, decode(ack, &f, LargeFrameSize))
 	ack = append([]byte{byte(FrameDataAck), 2, 0}, make([]byte, 4*512)...)
 	require.ErrorIs(t, decode(ack, &f, LargeFrameSize), errTooLong, "only Data frames may be large")

@@ -40,7 +40,11 @@ func (s *Session) HandleDatagram(now time.Time, p []byte) error {
 	}
 	s.setNow(now)
 	f := &s.frame
-	err := decode(p, f, s.maxData)
+	maxData := MaxFrameSize
+	if s.cfg.LargeFrames {
+		maxData = LargeFrameSize
+	}
+	err := decode(p, f, maxData)
 	if s.cfg.Accept && !s.accepted {
 		switch {
 		case err != nil:

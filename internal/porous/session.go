@@ -149,7 +149,6 @@ type Session struct {
 	stats   engine.Stats
 	frame   Frame // decoding scratch
 
-	maxData  int // the largest Data frame taken: see Config.LargeFrames
 	maxFrame int // the largest new frame built: see SetMaxFrame
 	// largeOK: a frame above MaxFrameSize was acknowledged; largeLost: one
 	// was declared lost before that, and large frames were given up.
@@ -181,11 +180,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		created:   now,
 		lastRx:    now,
 		connectAt: now,
-		maxData:   MaxFrameSize,
 		maxFrame:  MaxFrameSize,
-	}
-	if cfg.LargeFrames {
-		s.maxData = LargeFrameSize
 	}
 	for i := range s.txch {
 		c := &s.txch[i]
