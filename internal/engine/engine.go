@@ -151,6 +151,11 @@ type Stats struct {
 	// arrives: the peer sends them again, so a message refused twice
 	// counts twice. POROUS counts its Fragment and Sentinel messages.
 	Refused uint64
+	// Skipped counts the peer's reliable messages this end gave up
+	// waiting for and skipped past, as a receiver that mimics a
+	// reference's skip rule does (Avara's SkipAfter): each one is a
+	// message lost for good, never delivered.
+	Skipped uint64
 	// SRTT, RTTVar and RTO are the current round-trip estimate, its
 	// variation and the retransmission timeout; each engine's Stats says
 	// where they come from (zero when the engine has no such estimate).
