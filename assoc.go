@@ -158,8 +158,7 @@ func (a *assoc) input(now time.Time, data []byte, seg int) (n int, took, restart
 func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	a.refusals.reset() // the peer is there
 	if open := a.up.recvOpen(); open == a.recvShut {
-		a.recvShut = !open
-		a.eng.SetRecvOpen(open)
+		a.setRecvOpen(open)
 	}
 	n := len(p)
 	if a.sealed {
@@ -179,6 +178,19 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	a.deliverLocked(now) // keeps recvOpen() exact within a batch
 	return true, false
+}
+
+// setRecvOpen opens or closes the engine to new data. Each time the
+// layer above fills up while open for reading, it logs once, at Debug,
+// that the peer's new messages are now refused (Stats.Refused counts
+// them; the peer sends them again). Call with mu held.
+func (a *assoc) setRecvOpen(open bool) {
+	a.recvShut = !open
+	a.eng.SetRecvOpen(open)
+	if !open && !a.discarding {
+		a.ep.log.Debug("rudp: receive queue full: refusing the peer's new messages unacknowledged until they are read",
+			"peer", a.raddr, "refused_so_far", a.eng.Stats().Refused)
+	}
 }
 
 // discard records that the layer above, closed for good, dropped n

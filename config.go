@@ -22,7 +22,7 @@ const (
 	DefaultMaxRecvWindow    = 16 << 20 // bytes
 	DefaultSendBuffer       = 1 << 20  // bytes
 	DefaultBacklog          = 128      // new peers
-	DefaultMaxRecvQueue     = 1024     // messages
+	DefaultMaxRecvBuffer    = 8 << 20  // bytes
 	// DefaultMaxUnreliableDelay is the default Config.MaxUnreliableDelay.
 	DefaultMaxUnreliableDelay = 100 * time.Millisecond
 )
@@ -98,14 +98,21 @@ type Config struct {
 	// dropped (counted) until Accept makes room. Default 128.
 	Backlog int
 
-	// MaxRecvQueue bounds the messages a message conn holds for ReadMessage
-	// (it may exceed it by the messages of one datagram). When it is full,
-	// new messages from the peer are refused without being acknowledged
-	// (Stats.Refused), so the peer sends them again later, while the
+	// MaxRecvBuffer bounds the memory of the messages a message conn
+	// holds for ReadMessage, in bytes: each message counts its data plus
+	// RecvMessageOverhead (64) bytes, so a burst of small messages is
+	// bounded by what it really holds, and fits (10,000 messages of 100
+	// bytes take 1.6 MiB). The conn may exceed it by the messages of one
+	// datagram. When it is full, new messages from the peer are refused
+	// without being acknowledged (Stats.Refused; one Debug line each time
+	// it fills), so the peer sends them again later, while the
 	// acknowledgements, pings and close the peer sends are still taken:
 	// nothing is lost, memory stays bounded, and the conn's own writes
-	// keep flowing. Default 1024.
-	MaxRecvQueue int
+	// keep flowing. A reference peer gives up after its own resend limit
+	// (an LLUDP viewer after 3 resends, Wirefox after 6 sends), so keep
+	// it large enough for the bursts the peer sends, and read promptly.
+	// Default DefaultMaxRecvBuffer (8 MiB).
+	MaxRecvBuffer int
 
 	// Channels is the number of POROUS channels, 1 to MaxChannels (256).
 	// Both ends must configure the same number; a peer with another count
@@ -282,7 +289,7 @@ func (c *Config) resolved() (*Config, error) {
 	setDefault(&r.MaxRecvWindow, max(DefaultMaxRecvWindow, r.RecvWindow))
 	setDefault(&r.SendBuffer, DefaultSendBuffer)
 	setDefault(&r.Backlog, DefaultBacklog)
-	setDefault(&r.MaxRecvQueue, DefaultMaxRecvQueue)
+	setDefault(&r.MaxRecvBuffer, DefaultMaxRecvBuffer)
 	if min(r.RecvWindow, r.SendBuffer) < 4096 || max(r.RecvWindow, r.SendBuffer, r.MaxRecvWindow) > stream.MaxBuffer {
 		return nil, fmt.Errorf("rudp: Config.RecvWindow, MaxRecvWindow and SendBuffer must be 4096 bytes to 1 GiB")
 	}

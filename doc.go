@@ -67,7 +67,7 @@
 // One goroutine reads each PacketConn; each association has one timer.
 // A stream holds at most Config.SendBuffer bytes not yet sent and
 // Config.RecvWindow bytes not yet read; a message conn at most
-// Config.MaxRecvQueue unread messages (beyond them it refuses the peer's
+// Config.MaxRecvBuffer bytes of unread messages (beyond them it refuses the peer's
 // new messages unacknowledged, and the peer sends them again) and the
 // engine's send queue; a listener at most Config.Backlog new peers. A
 // peer that stops answering

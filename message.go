@@ -138,7 +138,8 @@ type MessageConn struct {
 	queue     []engine.Message // delivered, not yet read
 	head      int
 	maxQueued int // engine's MaxQueued
-	maxRecv   int // Config.MaxRecvQueue
+	queued    int // bytes of queue, as Config.MaxRecvBuffer counts them
+	maxRecv   int // Config.MaxRecvBuffer
 	maxMsg    int
 	accepted  *acceptQueue[*MessageConn] // accepted conns: their listener's queue
 	refused   bool                       // Config.AcceptCircuit refused the circuit
@@ -151,7 +152,7 @@ type MessageConn struct {
 var _ net.Conn = (*MessageConn)(nil)
 
 func newMessageConn(cfg *Config, raddr net.Addr, q *acceptQueue[*MessageConn]) *MessageConn {
-	c := &MessageConn{accepted: q, maxRecv: cfg.MaxRecvQueue}
+	c := &MessageConn{accepted: q, maxRecv: cfg.MaxRecvBuffer}
 	c.connBase = newBase(cfg, raddr, c)
 	return c
 }
@@ -245,6 +246,7 @@ func (c *MessageConn) read(take func(engine.Message) error) error {
 		if err := take(c.queue[c.head]); err != nil {
 			return false, err
 		}
+		c.queued -= recvCost(c.queue[c.head])
 		c.queue[c.head] = engine.Message{}
 		c.head++
 		if c.head == len(c.queue) {
@@ -326,7 +328,7 @@ func (c *MessageConn) MaxMessage() int { return c.maxMsg }
 func (c *MessageConn) Close() error {
 	return c.close(func(now time.Time) {
 		c.a.discard(c.unread())
-		c.queue, c.head = nil, 0
+		c.queue, c.head, c.queued = nil, 0, 0
 		if !c.over {
 			c.beginClose(now)
 		}
@@ -351,11 +353,20 @@ func (c *MessageConn) deliver(_ time.Time, m engine.Message) {
 		return
 	}
 	c.queue = append(c.queue, m)
+	c.queued += recvCost(m)
 }
 
+// RecvMessageOverhead is what Config.MaxRecvBuffer counts for each
+// message a message conn holds besides its data, in bytes: about what
+// the conn keeps per message (its metadata and queue slot).
+const RecvMessageOverhead = 64
+
+// recvCost is what m counts against Config.MaxRecvBuffer.
+func recvCost(m engine.Message) int { return len(m.Data) + RecvMessageOverhead }
+
 // recvOpen implements upper: the conn takes new messages while it is open
-// and holds fewer than Config.MaxRecvQueue.
-func (c *MessageConn) recvOpen() bool { return !c.closed && len(c.queue)-c.head < c.maxRecv }
+// and holds less than Config.MaxRecvBuffer.
+func (c *MessageConn) recvOpen() bool { return !c.closed && c.queued < c.maxRecv }
 
 // settled implements upper: a message conn keeps what it has.
 func (c *MessageConn) settled(time.Time) {}

@@ -18,7 +18,7 @@ import (
 
 // TestMessageEchoFullQueue: an echo server that reads and then writes in
 // one goroutine (the README's) echoes 10,000 messages to a client that
-// writes and reads at once, both with a receive queue of 16 messages, far
+// writes and reads at once, both with a receive buffer of 16 short messages, far
 // below the 1024 messages a sender may have pending. The server's queue
 // fills while it waits in WriteMessage for the acknowledgements that free
 // its pending messages: they, and the peer's pings, must still be taken
@@ -29,7 +29,7 @@ func TestMessageEchoFullQueue(t *testing.T) {
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			t.Parallel()
-			cfg := &Config{Protocol: p, MaxRecvQueue: 16}
+			cfg := &Config{Protocol: p, MaxRecvBuffer: 16 * (RecvMessageOverhead + 8)}
 			ln := ServerMessages(udpSocket(t, nil, 0), cfg)
 			c := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -164,7 +164,7 @@ func TestMessageCloseConfirmsNoMore(t *testing.T) {
 			}
 			require.NoError(t, err)
 			addr, stop := runRawPeer(t, eng, count, testNumber(p))
-			c := ClientMessages(udpSocket(t, nil, 0), addr, &Config{Protocol: p, MaxRecvQueue: queue, Linger: 2 * time.Second})
+			c := ClientMessages(udpSocket(t, nil, 0), addr, &Config{Protocol: p, MaxRecvBuffer: queue * (RecvMessageOverhead + len("raw 000")), Linger: 2 * time.Second})
 			require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
 			for range read {
 				_, err := c.ReadMessage()

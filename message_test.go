@@ -118,12 +118,12 @@ func TestMessageLimits(t *testing.T) {
 }
 
 // TestMessageBackpressure: a reader slower than the writer holds at most
-// MaxRecvQueue messages plus one datagram's worth; messages wait at the
+// MaxRecvBuffer (8 messages' worth) plus one datagram's worth; messages wait at the
 // sender, none is lost.
 func TestMessageBackpressure(t *testing.T) {
-	cfg := &Config{MaxRecvQueue: 8}
-	c, s := messagePair(t, cfg, links[0])
 	const count, size = 500, 200
+	cfg := &Config{MaxRecvBuffer: 8 * (size + RecvMessageOverhead)}
+	c, s := messagePair(t, cfg, links[0])
 	go func() {
 		for i := range count {
 			m := make([]byte, size)

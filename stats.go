@@ -24,7 +24,7 @@ type Stats struct {
 
 	// Refused counts the messages from the peer that a message conn
 	// refused without acknowledging them, while its receive queue held
-	// Config.MaxRecvQueue messages or after Close. The peer sends them
+	// Config.MaxRecvBuffer bytes of messages or after Close. The peer sends them
 	// again, and each arrival counts (POROUS counts the fragments and
 	// sentinels of its packets).
 	Refused uint64
