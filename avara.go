@@ -20,6 +20,9 @@ const (
 	MaxAvaraPassword = avara.MaxPassword
 	// MaxAvaraCram is the highest Config.AvaraCram.
 	MaxAvaraCram = avara.MaxCram
+	// AvaraReferenceSkipAfter is the reference receiver's skip threshold
+	// at its default 16 ms frame time (Config.AvaraSkipAfter).
+	AvaraReferenceSkipAfter = avara.ReferenceSkipAfter
 	// DefaultAvaraVersion is the default Config.AvaraVersion: the network
 	// version of avaraline/Avara at commit aaa5e63.
 	DefaultAvaraVersion = avara.DefaultVersion
@@ -62,6 +65,9 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		Linger:           c.Linger,
 		Congestion:       congestion.Algorithm(c.Congestion),
 		Logger:           log,
+	}
+	if !stream {
+		cfg.SkipAfter = c.AvaraSkipAfter
 	}
 	if stream {
 		cfg.MaxDatagram -= sealLen

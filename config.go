@@ -194,13 +194,16 @@ type Config struct {
 	// receiving goroutine and must not block.
 	AcceptCircuit func(Circuit) bool
 
-	// ResendLimit is how many times LLUDP resends an unacknowledged
-	// reliable message before the conn fails with ErrRetransmitLimit. Zero
-	// means no limit (a dead peer still ends in ErrIdleTimeout); the Second
-	// Life viewer uses 3. For Wirefox message conns it is how many times
-	// a packet is sent before the conn fails with ErrRetransmitLimit
-	// (the reference's limit is 6); zero means no limit here too (Wirefox
-	// streams resend without limit).
+	// ResendLimit is how many times an LLUDP message conn resends an
+	// unacknowledged reliable message, or a Wirefox message conn sends a
+	// packet, before the conn fails with ErrRetransmitLimit. Zero means
+	// the protocol's own limit, which its reference peers apply to us
+	// too: 3 resends for LLUDP (the Second Life viewer's), 6 sends for
+	// Wirefox (the reference's), so a peer that has stopped acknowledging
+	// anything ends the conn within seconds rather than at IdleTimeout.
+	// Negative means no limit (a dead peer then ends in ErrIdleTimeout).
+	// Streams resend without limit unless it is positive (LLUDP) and end
+	// a dead peer at IdleTimeout.
 	ResendLimit int
 
 	// AvaraPassword is the password of an Avara server: a client sends it
@@ -222,6 +225,20 @@ type Config struct {
 	// millisecond. Default 3; a negative value announces 0. This end
 	// paces by its congestion controller whatever the level.
 	AvaraCram int
+
+	// AvaraSkipAfter, when positive, makes an Avara message conn receive
+	// as the reference does: once that many of the peer's messages are
+	// held behind a missing one, the missing one is skipped for good
+	// and what follows is delivered (the reference skips at
+	// AvaraReferenceSkipAfter, 16, with its default 16 ms frames;
+	// docs/protocols/avara.md §3.3). Each skipped message is counted in
+	// Stats.Skipped and logged at Debug. Zero, the default, never skips:
+	// every message is delivered, in order, and a hole waits for the
+	// peer's resend (the reference resends after its retransmit time, 2 s
+	// until game frames and pings have taught it the round trip), so
+	// later messages wait that long. Streams never skip and ignore it;
+	// negative values are invalid.
+	AvaraSkipAfter int
 
 	// Congestion selects the sender's congestion controller. Default BBR;
 	// AIMD is the POROUS paper's window. It is local to the sender:

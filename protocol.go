@@ -194,6 +194,9 @@ func (c *Config) validateProtocol() error {
 		if len(c.AvaraPassword) > MaxAvaraPassword {
 			return fmt.Errorf("rudp: Config.AvaraPassword of %d bytes, at most %d", len(c.AvaraPassword), MaxAvaraPassword)
 		}
+		if c.AvaraSkipAfter < 0 {
+			return fmt.Errorf("rudp: Config.AvaraSkipAfter %d is negative", c.AvaraSkipAfter)
+		}
 		if c.AvaraCram > MaxAvaraCram {
 			return fmt.Errorf("rudp: Config.AvaraCram %d above %d", c.AvaraCram, MaxAvaraCram)
 		}
@@ -296,8 +299,8 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			}
 			circuit.Code = code
 		}
-		limit := c.ResendLimit
-		if limit == 0 {
+		limit := c.ResendLimit // message conns: 0 is the viewer's 3
+		if limit < 0 || stream && limit == 0 {
 			limit = -1 // unlimited: IdleTimeout ends a dead circuit
 		}
 		var rtoMin time.Duration // message conns: the viewer's resend timing

@@ -28,6 +28,10 @@ type Stats struct {
 	// again, and each arrival counts (POROUS counts the fragments and
 	// sentinels of its packets).
 	Refused uint64
+	// Skipped counts the peer's messages an Avara message conn skipped
+	// past for good under Config.AvaraSkipAfter: never delivered, each
+	// logged at Debug.
+	Skipped uint64
 	// Unread counts the messages a message conn received and dropped
 	// unread: those it held at Close (see MessageConn.Close), plus those
 	// refused after Close (counted as in Refused).
@@ -58,6 +62,7 @@ func statsOf(a *assoc) Stats {
 		BytesReceived:      s.BytesReceived,
 		PacketsRejected:    s.PacketsRejected + a.badSeals,
 		Refused:            s.Refused,
+		Skipped:            s.Skipped,
 		AmplificationDrops: a.ampDrops,
 		SendErrors:         a.sendErrors,
 		MessagesSent:       s.MessagesSent,

@@ -1,7 +1,6 @@
 package rudp
 
 import (
-	"cmp"
 	"crypto/ecdh"
 	"encoding/binary"
 	"fmt"
@@ -58,12 +57,11 @@ func (c *Config) validateWirefox() error {
 }
 
 // newWirefox builds a Wirefox engine. Message conns send a packet up to
-// Config.ResendLimit times, without limit when it is 0 as for LLUDP (a
-// receiver that refuses messages while its queue is full would
-// otherwise end the conn after the reference's 6 sends), and do not
-// challenge; streams, between rudp peers, resend without
-// limit (IdleTimeout ends a dead peer) and challenge a close or restart
-// announced from the peer's address.
+// Config.ResendLimit times, the reference's 6 when it is 0 (as the
+// reference does: a peer that acknowledges nothing is given up within
+// seconds), and do not challenge; streams, between rudp peers, resend
+// without limit (IdleTimeout ends a dead peer) and challenge a close or
+// restart announced from the peer's address.
 func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool) (engine.Engine, error) {
 	cfg := wirefox.Config{
 		Client:           !accept,
@@ -72,7 +70,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		Channels:         c.WirefoxChannels,
 		MaxDatagram:      wirefox.MTU,
 		MaxMessage:       c.MaxMessage,
-		SendLimit:        cmp.Or(c.ResendLimit, -1),
+		SendLimit:        c.ResendLimit, // 0: the reference's 6
 		KeepAlive:        c.KeepAlive,
 		IdleTimeout:      c.IdleTimeout,
 		HandshakeTimeout: c.HandshakeTimeout,
