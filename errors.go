@@ -50,7 +50,10 @@ var (
 	// another channel count (Config.Channels).
 	ErrIncompatible = engine.ErrIncompatible
 	// ErrPeerClosed: a message conn's peer closed the association while
-	// messages written here were still unconfirmed (they may be lost).
+	// messages written here were still unconfirmed (they may be lost); and
+	// what a write to a message conn whose peer has closed fails with
+	// (its text then says only that the peer closed). Reads return io.EOF
+	// once everything the peer sent has been read.
 	ErrPeerClosed = engine.ErrPeerClosed
 	// ErrRetransmitLimit: an LLUDP message was resent Config.ResendLimit
 	// times without an acknowledgement.
@@ -97,4 +100,14 @@ func (e *handshakeTimeoutError) Temporary() bool { return true }
 var (
 	errTimeout = os.ErrDeadlineExceeded
 	errClosed  = net.ErrClosed
+	// errPeerGone is the failure of a message conn whose peer closed
+	// gracefully: it matches ErrPeerClosed.
+	errPeerGone error = peerGoneError{}
 )
+
+// peerGoneError is errPeerGone: ErrPeerClosed, without the unconfirmed
+// messages its own text speaks of.
+type peerGoneError struct{}
+
+func (peerGoneError) Error() string { return "peer closed the conn" }
+func (peerGoneError) Unwrap() error { return ErrPeerClosed }

@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -268,6 +269,11 @@ func (c *MessageConn) WriteMessage(m Message) error {
 		if c.over {
 			return false, c.failure() // why it ended, not the engine's "closed"
 		}
+		if c.closer != nil {
+			if closed, err := c.closer.PeerClosed(); closed {
+				return false, cmp.Or(err, errPeerGone) // lingering to answer its repeats
+			}
+		}
 		if c.a.eng.Pending() >= c.maxQueued {
 			return false, nil
 		}
@@ -412,10 +418,13 @@ func (c *MessageConn) ended(err error) {
 
 // failure implements kind.
 func (c *MessageConn) failure() error {
-	if c.err != nil {
+	switch {
+	case c.err != nil:
 		return c.err
+	case c.closed || c.engClosing:
+		return errClosed // this end closed
 	}
-	return errClosed
+	return errPeerGone // the peer closed, gracefully
 }
 
 // abortLocked implements kind: message protocols carry no reset, so

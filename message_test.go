@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -261,4 +263,47 @@ func TestAirhookDialToSilentPeer(t *testing.T) {
 	require.Equal(t, "08000001", fmt.Sprintf("%x", opening[:4]))
 	require.Equal(t, fmt.Sprintf("180200020c0c0c0c%x", opening[4:8]), fmt.Sprintf("%x", push),
 		"our session push: O = the peer's session, S = ours")
+}
+
+// TestMessageErrorsAfterPeerClose: once the peer has closed, a read
+// returns io.EOF and a write fails with ErrPeerClosed, never with
+// net.ErrClosed (which means this end closed), on every protocol that
+// carries a close; both before the association ends (POROUS lingers to
+// answer the peer's repeats) and after. Airhook has no close on the wire:
+// its conn learns of the peer's silence at IdleTimeout.
+func TestMessageErrorsAfterPeerClose(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			cfg := &Config{Protocol: p, IdleTimeout: 3 * time.Second}
+			c, s := messagePair(t, cfg, links[0])
+			require.NoError(t, c.WriteMessage(Message{Data: []byte("last"), Number: testNumber(p)}))
+			m, err := s.ReadMessage()
+			require.NoError(t, err)
+			require.Equal(t, "last", string(m.Data))
+			require.NoError(t, s.Close())
+			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+			check := func(err error) {
+				t.Helper()
+				require.Error(t, err)
+				require.False(t, errors.Is(err, net.ErrClosed), "%v", err)
+				if p == Airhook {
+					require.ErrorIs(t, err, ErrIdleTimeout)
+				} else {
+					require.ErrorIs(t, err, ErrPeerClosed)
+				}
+			}
+			_, err = c.ReadMessage()
+			if p == Airhook {
+				check(err)
+			} else {
+				require.Equal(t, io.EOF, err)
+			}
+			check(c.WriteMessage(Message{Data: []byte("after"), Number: testNumber(p)}))
+			<-c.Done()
+			check(c.WriteMessage(Message{Data: []byte("after"), Number: testNumber(p)}))
+			require.NoError(t, c.Close())
+			require.ErrorIs(t, c.WriteMessage(Message{Data: []byte("closed"), Number: testNumber(p)}), net.ErrClosed)
+		})
+	}
 }
