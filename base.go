@@ -311,6 +311,15 @@ func (b *connBase) beginClose(now time.Time) {
 // not block, and delivery goes on in the background, so a program that
 // closes a conn and then exits should wait for Done. Stats are final once
 // Done is closed. A conn nobody asked for Done holds no channel.
+//
+// After a clean close, POROUS and Airhook associations stay for a
+// TIME-WAIT before Done closes: max(2 × RTO, 1 s), on POROUS from the
+// peer's close (bounded at 20 s), on Airhook from the last datagram
+// received. Its purpose is TCP's: a peer whose last acknowledgement or
+// close was lost sends it again, and is answered rather than left to
+// time out; a reader already got io.EOF. LLUDP, Wirefox and Avara have
+// none: Done closes once the close is confirmed, or the protocol's close
+// has gone out where the peer never confirms it.
 func (b *connBase) Done() <-chan struct{} {
 	p := b.done.Load()
 	if p == nil {
