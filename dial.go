@@ -99,6 +99,13 @@ func dialSocket(ctx context.Context, config *Config, local net.Addr, network, ad
 	return cfg, pc, raddr, nil
 }
 
+// isConnected reports whether pc is a UDP socket connected to its peer,
+// which reports the peer's ICMP errors and takes no address on send.
+func isConnected(pc net.PacketConn) bool {
+	uc, ok := pc.(*net.UDPConn)
+	return ok && uc.RemoteAddr() != nil
+}
+
 // runClient starts a client association on its endpoint, which then lives
 // as long as the association. If the endpoint has already stopped (the
 // PacketConn was closed), the conn ends at once with net.ErrClosed rather
@@ -120,7 +127,10 @@ func runClient(b *connBase) {
 // handshake runs on first use (Read, Write or Handshake). The conn owns pc
 // from then on and closes it when the association ends. Every datagram on
 // pc that is not from raddr is dropped. An invalid config is reported by
-// the first use.
+// the first use. A *net.UDPConn connected to raddr (from net.DialUDP) is
+// used as one: an ICMP port unreachable from the peer then fails the
+// handshake at once with an error matching syscall.ECONNREFUSED, as Dial
+// does, instead of waiting for Config.HandshakeTimeout.
 func Client(pc net.PacketConn, raddr net.Addr, config *Config) *Conn {
 	return client(pc, raddr, config, true, newConn)
 }
@@ -143,7 +153,7 @@ func client[T acceptable](pc net.PacketConn, raddr net.Addr, config *Config,
 		if err != nil {
 			return err
 		}
-		c.attach(newEndpoint(pc, false, cfg.Logger), eng)
+		c.attach(newEndpoint(pc, isConnected(pc), cfg.Logger), eng)
 		runClient(b)
 		return nil
 	}

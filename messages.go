@@ -54,7 +54,8 @@ func DialMessages(ctx context.Context, network, address string, config *Config) 
 // ClientMessages returns a message conn to raddr over pc; the handshake runs
 // on first use. The conn owns pc and closes it when the association ends;
 // datagrams on pc from other addresses are dropped. An invalid config is
-// reported by the first use.
+// reported by the first use. A *net.UDPConn connected to raddr is used as
+// one, as by Client: a refused port fails at once.
 func ClientMessages(pc net.PacketConn, raddr net.Addr, config *Config) *MessageConn {
 	return client(pc, raddr, config, false, newMessageConn)
 }

@@ -3,6 +3,7 @@ package rudp
 import (
 	"bytes"
 	"context"
+	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -129,4 +130,28 @@ func TestVanishedPeerRefused(t *testing.T) {
 			require.ErrorIs(t, err, syscall.ECONNREFUSED)
 		})
 	}
+}
+
+// TestClientConnectedSocketRefused: Client and ClientMessages over a
+// *net.UDPConn connected to a port where nothing listens fail their
+// handshake with ECONNREFUSED, as Dial does, not with the handshake
+// timeout; over an unconnected socket the refusal is unseen.
+func TestClientConnectedSocketRefused(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	raddr := pc.LocalAddr().(*net.UDPAddr)
+	require.NoError(t, pc.Close())
+	cfg := &Config{HandshakeTimeout: time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	uc, err := net.DialUDP("udp", nil, raddr)
+	require.NoError(t, err)
+	require.ErrorIs(t, Client(uc, raddr, cfg).Handshake(ctx), syscall.ECONNREFUSED)
+	uc, err = net.DialUDP("udp", nil, raddr)
+	require.NoError(t, err)
+	require.ErrorIs(t, ClientMessages(uc, raddr, cfg).Handshake(ctx), syscall.ECONNREFUSED)
+
+	short := &Config{HandshakeTimeout: 300 * time.Millisecond}
+	require.ErrorIs(t, Client(udpSocket(t, nil, 0), raddr, short).Handshake(ctx), ErrHandshakeTimeout)
 }

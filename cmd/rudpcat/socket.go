@@ -58,13 +58,22 @@ func acceptOne(l *rudp.Listener) (*rudp.Conn, error) {
 }
 
 // dialStream opens a socket and connects a rudp conn from it to raddr,
-// completing the handshake before ctx ends.
+// completing the handshake before ctx ends. Unimpaired, the socket is
+// connected to raddr, so that a port where nothing listens is reported
+// at once (ECONNREFUSED) rather than after the handshake timeout; an
+// impaired one sends through impair, which needs an unconnected socket.
 func dialStream(ctx context.Context, raddr *net.UDPAddr, cfg *rudp.Config, imp impair.Config) (*rudp.Conn, error) {
 	network := "udp6"
 	if raddr.IP == nil || raddr.IP.To4() != nil {
 		network = "udp4"
 	}
-	pc, err := openSocket(network, ":0", imp)
+	var pc net.PacketConn
+	var err error
+	if imp.Loss == 0 && imp.Delay == 0 && imp.Jitter == 0 {
+		pc, err = net.DialUDP(network, nil, raddr)
+	} else {
+		pc, err = openSocket(network, ":0", imp)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -405,3 +405,21 @@ func TestHandshakeTimeoutHint(t *testing.T) {
 	require.ErrorIs(t, err, rudp.ErrHandshakeTimeout)
 	require.ErrorContains(t, err, "with the same --protocol?")
 }
+
+// TestSendRefused: send to a port where nothing listens fails with the
+// kernel's refusal, which a connected socket reports within a round trip,
+// not with the handshake timeout (10 s). The port is one just closed.
+func TestSendRefused(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := pc.LocalAddr().String()
+	require.NoError(t, pc.Close())
+	in := filepath.Join(t.TempDir(), "in")
+	require.NoError(t, os.WriteFile(in, []byte("to nobody"), 0o600))
+
+	var errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errOut}
+	require.Equal(t, exitFail, c.run([]string{"send", "--quiet", in, addr}))
+	require.Contains(t, errOut.String(), "connection refused")
+	require.NotContains(t, errOut.String(), "timeout")
+}
