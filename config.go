@@ -28,7 +28,10 @@ const (
 )
 
 // Config configures conns and listeners. A nil *Config, and every zero
-// field, means the documented default. A Config may be shared by several
+// field, means the documented default. A negative duration or size is an
+// error (reported by Dial, Listen, or the first use of a Client or
+// Server), except in the fields that give it a meaning
+// (MaxUnreliableDelay, ResendLimit, AvaraCram). A Config may be shared by several
 // conns and must not be modified after use.
 type Config struct {
 	// Protocol is the wire protocol. Zero means POROUS.
@@ -293,6 +296,9 @@ func (c *Config) resolved() (*Config, error) {
 	if r.Protocol == 0 {
 		r.Protocol = POROUS
 	}
+	if err := r.checkNotNegative(); err != nil {
+		return nil, err
+	}
 	setDefault(&r.MTU, DefaultMTU)
 	if r.MTU < 576 || r.MTU > 1500 {
 		return nil, fmt.Errorf("rudp: Config.MTU %d out of range 576..1500", r.MTU)
@@ -331,6 +337,36 @@ func (c *Config) resolved() (*Config, error) {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &r, nil
+}
+
+// checkNotNegative fails for a negative duration or size, which has no
+// meaning (zero means the default). MaxUnreliableDelay, ResendLimit and
+// AvaraCram give negative values a meaning of their own.
+func (c *Config) checkNotNegative() error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HandshakeTimeout", c.HandshakeTimeout}, {"IdleTimeout", c.IdleTimeout},
+		{"KeepAlive", c.KeepAlive}, {"Linger", c.Linger},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("rudp: Config.%s %v is negative (zero means the default)", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"MTU", c.MTU}, {"RecvWindow", c.RecvWindow}, {"MaxRecvWindow", c.MaxRecvWindow},
+		{"SendBuffer", c.SendBuffer}, {"Backlog", c.Backlog}, {"MaxRecvBuffer", c.MaxRecvBuffer},
+		{"Channels", c.Channels}, {"MaxMessage", c.MaxMessage},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("rudp: Config.%s %d is negative (zero means the default)", f.name, f.v)
+		}
+	}
+	return nil
 }
 
 func setDefault[T int | time.Duration](v *T, d T) {

@@ -234,6 +234,26 @@ func TestConfigValidation(t *testing.T) {
 		_, err = bad.resolved()
 		require.ErrorContains(t, err, "Config.Avara")
 	}
+	_, err = (&Config{Protocol: Avara, AvaraSkipAfter: -1}).resolved()
+	require.ErrorContains(t, err, "Config.AvaraSkipAfter -1 is negative")
+	for name, bad := range map[string]Config{
+		"IdleTimeout":      {IdleTimeout: -1},
+		"HandshakeTimeout": {HandshakeTimeout: -time.Second},
+		"KeepAlive":        {KeepAlive: -1},
+		"Linger":           {Linger: -1},
+		"MTU":              {MTU: -1},
+		"RecvWindow":       {RecvWindow: -1},
+		"MaxRecvWindow":    {MaxRecvWindow: -1},
+		"SendBuffer":       {SendBuffer: -1},
+		"Backlog":          {Backlog: -1},
+		"MaxRecvBuffer":    {MaxRecvBuffer: -1},
+		"Channels":         {Channels: -1},
+		"MaxMessage":       {MaxMessage: -1},
+	} {
+		_, err = bad.resolved()
+		require.ErrorContains(t, err, "Config."+name+" -1", name)
+		require.ErrorContains(t, err, "is negative (zero means the default)", name)
+	}
 	r, err := (&Config{Protocol: Avara, AvaraPassword: strings.Repeat("x", MaxAvaraPassword), AvaraCram: -1}).resolved()
 	require.NoError(t, err)
 	require.Equal(t, uint16(DefaultAvaraVersion), r.AvaraVersion)

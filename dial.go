@@ -130,7 +130,10 @@ func runClient(b *connBase) {
 // the first use. A *net.UDPConn connected to raddr (from net.DialUDP) is
 // used as one: an ICMP port unreachable from the peer then fails the
 // handshake at once with an error matching syscall.ECONNREFUSED, as Dial
-// does, instead of waiting for Config.HandshakeTimeout.
+// does, instead of waiting for Config.HandshakeTimeout. The kernel
+// buffers of a *net.UDPConn are raised to 4 MiB each (SO_RCVBUF and
+// SO_SNDBUF, which the kernel caps at its maximum), so that a window's
+// burst is not dropped, as quic-go does with the sockets it is given.
 func Client(pc net.PacketConn, raddr net.Addr, config *Config) *Conn {
 	return client(pc, raddr, config, true, newConn)
 }

@@ -64,7 +64,9 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 
 // Server returns a Listener that accepts rudp streams arriving on pc. The
 // Listener owns pc from then on: pc is closed once the Listener and all the
-// conns it accepted are closed. An invalid config makes Accept fail.
+// conns it accepted are closed. An invalid config makes Accept fail. The
+// kernel buffers of a *net.UDPConn are raised to 4 MiB each (SO_RCVBUF
+// and SO_SNDBUF, capped by the kernel), as with Client.
 func Server(pc net.PacketConn, config *Config) *Listener {
 	return &Listener{serve(pc, config, true, newConn)}
 }

@@ -24,7 +24,8 @@ func ListenMessages(network, address string, config *Config) (*MessageListener, 
 
 // ServerMessages returns a MessageListener for the message conns arriving on
 // pc, which it owns from then on (closed once the listener and all its
-// conns are closed). An invalid config makes Accept fail.
+// conns are closed). An invalid config makes Accept fail. A *net.UDPConn's
+// kernel buffers are raised to 4 MiB each, as with Client.
 func ServerMessages(pc net.PacketConn, config *Config) *MessageListener {
 	return &MessageListener{serve(pc, config, false, newMessageConn)}
 }
@@ -55,7 +56,8 @@ func DialMessages(ctx context.Context, network, address string, config *Config) 
 // on first use. The conn owns pc and closes it when the association ends;
 // datagrams on pc from other addresses are dropped. An invalid config is
 // reported by the first use. A *net.UDPConn connected to raddr is used as
-// one, as by Client: a refused port fails at once.
+// one, as by Client: a refused port fails at once. A *net.UDPConn's kernel
+// buffers are raised to 4 MiB each, as with Client.
 func ClientMessages(pc net.PacketConn, raddr net.Addr, config *Config) *MessageConn {
 	return client(pc, raddr, config, false, newMessageConn)
 }
