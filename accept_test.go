@@ -31,9 +31,9 @@ func TestAcceptQueueNeverBlocks(t *testing.T) {
 		clients = append(clients, c)
 		within(t, 10*time.Second, func() {
 			assert.Eventually(t, func() bool {
-				ln.q.mu.Lock()
-				defer ln.q.mu.Unlock()
-				return len(ln.q.queue) == i+1
+				ln.listener.q.mu.Lock()
+				defer ln.listener.q.mu.Unlock()
+				return len(ln.listener.q.queue) == i+1
 			}, 10*time.Second, time.Millisecond)
 		})
 		require.False(t, t.Failed())
@@ -79,9 +79,9 @@ func TestListenerStats(t *testing.T) {
 		// and fills the backlog; it is never accepted.
 		time.Sleep(vpathDelay)
 		synctest.Wait()
-		ln.q.mu.Lock()
-		require.Len(t, ln.q.queue, 1)
-		ln.q.mu.Unlock()
+		ln.listener.q.mu.Lock()
+		require.Len(t, ln.listener.q.queue, 1)
+		ln.listener.q.mu.Unlock()
 		second := Client(vp.socket(t, 4002), ln.Addr(), vcfg(Config{HandshakeTimeout: 300 * time.Millisecond}))
 		start := time.Now()
 		requireTimeout(t, second.Handshake(context.Background()), ErrHandshakeTimeout)

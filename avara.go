@@ -17,18 +17,18 @@ import (
 const (
 	// MaxAvaraPassword is the longest Config.AvaraPassword, in bytes: the
 	// login carries it as a Pascal string, after a length byte.
-	MaxAvaraPassword = avara.MaxPassword
+	MaxAvaraPassword = 255
 	// MaxAvaraCram is the highest Config.AvaraCram.
-	MaxAvaraCram = avara.MaxCram
+	MaxAvaraCram = 3
 	// AvaraReferenceSkipAfter is the reference receiver's skip threshold
 	// at its default 16 ms frame time (Config.AvaraSkipAfter).
-	AvaraReferenceSkipAfter = avara.ReferenceSkipAfter
+	AvaraReferenceSkipAfter = 16
 	// DefaultAvaraVersion is the default Config.AvaraVersion: the network
 	// version of avaraline/Avara at commit aaa5e63.
-	DefaultAvaraVersion = avara.DefaultVersion
+	DefaultAvaraVersion = 18
 	// MaxAvaraClients is how many clients an Avara MessageListener serves
 	// at once: player ids 1 to 7, the server being 0.
-	MaxAvaraClients = avara.MaxClients
+	MaxAvaraClients = 7
 )
 
 // AvaraPeer is one entry of an Avara server's connection table: a

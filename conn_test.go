@@ -145,9 +145,9 @@ func TestListenerCloseResetsUnaccepted(t *testing.T) {
 	bound(t, c)
 	require.NoError(t, c.Handshake(context.Background()))
 	require.Eventually(t, func() bool {
-		ln.q.mu.Lock()
-		defer ln.q.mu.Unlock()
-		return len(ln.q.queue) == 1
+		ln.listener.q.mu.Lock()
+		defer ln.listener.q.mu.Unlock()
+		return len(ln.listener.q.queue) == 1
 	}, 5*time.Second, time.Millisecond)
 	require.NoError(t, ln.Close())
 	_, err := c.Read(make([]byte, 1))

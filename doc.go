@@ -20,19 +20,28 @@
 //
 // Each wire protocol is a reliability engine, chosen with Config.Protocol:
 //
-//	Protocol  Messages             Ordering                      Channels  Delivery
-//	POROUS    0..MaxMessage bytes  in order per channel          1..256    reliable, unreliable, passive
-//	Airhook   1..256 bytes         unordered (streams order)     1         reliable
-//	LLUDP     number + 0..1190 B   arrival order                 1         reliable, unreliable
+//	Protocol  Messages                          Ordering                      Channels  Delivery
+//	POROUS    0..MaxMessage bytes               in order per channel          1..256    reliable, unreliable, passive
+//	Airhook   1..256 bytes                      unordered (streams order)     1         reliable
+//	LLUDP     number + 0..1190 B                arrival order                 1         reliable, unreliable
+//	Wirefox   command + payload, up to 16 MiB   per channel: unordered,       1..256    reliable, unreliable
+//	                                            ordered or sequenced
+//	Avara     command, p1..p3 + 0..984 B        in order                      1         reliable
 //
 // POROUS, the default, is wire-compatible with its reference
-// implementation (lowquark/uflow, commit dde0da6) and has congestion
-// control; see internal/porous. Airhook is wire-compatible with the
-// airhook-2 C library (wtanaka/airhook, commit f5a18bd); see
-// internal/airhook. LLUDP is the Second Life packet layer, wire-compatible
-// with the Second Life viewer's message system (secondlife/viewer, commit
-// d6d453b); see internal/lludp. Each package documents the exact behaviour
-// and the choices made where its specification is silent.
+// implementation (lowquark/uflow, commit dde0da6); see internal/porous.
+// Airhook is wire-compatible with the airhook-2 C library
+// (wtanaka/airhook, commit f5a18bd); see internal/airhook. LLUDP is the
+// Second Life packet layer, wire-compatible with the Second Life viewer's
+// message system (secondlife/viewer, commit d6d453b); see internal/lludp.
+// Wirefox is wire-compatible with iridinite/wirefox at commit 0897fcf,
+// optionally encrypted as its libsodium build; see internal/wirefox.
+// Avara is the UDP layer of the game Avara, wire-compatible with
+// avaraline/Avara at commit aaa5e63; see internal/avara. Every engine's
+// sender runs the shared congestion controller (Config.Congestion:
+// model-based by default, or the POROUS paper's AIMD), which changes
+// nothing on the wire. Each package documents the exact behaviour and the
+// choices made where its specification is silent.
 //
 // # Streams on the wire
 //

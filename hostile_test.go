@@ -133,10 +133,10 @@ func TestHostileBlindFlood(t *testing.T) {
 			st := ln.Stats()
 			require.Zero(t, st.UnknownDrops+st.BacklogDrops, "every opening was taken as one")
 			require.Equal(t, uint64(sources-DefaultBacklog), st.Evicted)
-			ln.q.mu.Lock()
-			defer ln.q.mu.Unlock()
-			require.Empty(t, ln.q.queue, "no blind source is ever ready for Accept")
-			require.Len(t, ln.q.pending, DefaultBacklog)
+			ln.listener.q.mu.Lock()
+			defer ln.listener.q.mu.Unlock()
+			require.Empty(t, ln.listener.q.queue, "no blind source is ever ready for Accept")
+			require.Len(t, ln.listener.q.pending, DefaultBacklog)
 		})
 	}
 }
@@ -788,9 +788,9 @@ func TestListenerCloseDropsHalfOpen(t *testing.T) {
 		open := openingOf(t, p)
 		ln := Server(udpSocket(t, nil, 0), &Config{Protocol: p})
 		blindFlood(t, &ln.listener, newAttackers(t, 3), open)
-		ln.q.mu.Lock()
-		halfOpen := slices.Clone(ln.q.pending)
-		ln.q.mu.Unlock()
+		ln.listener.q.mu.Lock()
+		halfOpen := slices.Clone(ln.listener.q.pending)
+		ln.listener.q.mu.Unlock()
 		require.Len(t, halfOpen, 3)
 		require.NoError(t, ln.Close())
 		for _, c := range halfOpen {
@@ -801,7 +801,7 @@ func TestListenerCloseDropsHalfOpen(t *testing.T) {
 			}
 		}
 		select {
-		case <-ln.ep.done: // the socket was closed: the reader stopped
+		case <-ln.listener.ep.done: // the socket was closed: the reader stopped
 		case <-time.After(hangGuard):
 			t.Fatalf("%v: the listener's socket outlived it", p)
 		}

@@ -33,7 +33,7 @@ type listener[T acceptable] struct {
 // resets the conns never accepted and drops those still in their
 // handshake; accepted conns live on, and the PacketConn is closed when the
 // last of them ends.
-type Listener struct{ listener[*Conn] }
+type Listener struct{ listener listener[*Conn] }
 
 var _ net.Listener = (*Listener)(nil)
 
@@ -59,7 +59,7 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 	if err != nil {
 		return nil, err
 	}
-	return &Listener{newListener(pc, cfg, true, newConn)}, nil
+	return &Listener{listener: newListener(pc, cfg, true, newConn)}, nil
 }
 
 // Server returns a Listener that accepts rudp streams arriving on pc. The
@@ -68,18 +68,29 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 // kernel buffers of a *net.UDPConn are raised to 4 MiB each (SO_RCVBUF
 // and SO_SNDBUF, capped by the kernel), as with Client.
 func Server(pc net.PacketConn, config *Config) *Listener {
-	return &Listener{serve(pc, config, true, newConn)}
+	return &Listener{listener: serve(pc, config, true, newConn)}
 }
 
 // Accept waits for the next conn whose handshake has completed and returns
 // it as a *Conn. After Close it returns an error wrapping net.ErrClosed.
 func (l *Listener) Accept() (net.Conn, error) {
-	c, err := l.accept()
+	c, err := l.listener.accept()
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// Close stops accepting, resets the conns never accepted and drops the new
+// peers still in their handshake. Conns already accepted are unaffected.
+// It returns an error wrapping net.ErrClosed if already closed.
+func (l *Listener) Close() error { return l.listener.Close() }
+
+// Stats returns the counters of datagrams that reached no conn.
+func (l *Listener) Stats() ListenerStats { return l.listener.Stats() }
+
+// Addr returns the listener's local address.
+func (l *Listener) Addr() net.Addr { return l.listener.Addr() }
 
 func listenSocket(ctx context.Context, config *Config, network, address string) (*Config, net.PacketConn, error) {
 	cfg, err := config.resolved()
@@ -134,9 +145,7 @@ func (l *listener[T]) accept() (T, error) {
 	return l.q.accept()
 }
 
-// Close stops accepting, resets the conns never accepted and drops the new
-// peers still in their handshake. Conns already accepted are unaffected.
-// It returns an error wrapping net.ErrClosed if already closed.
+// Close implements Listener.Close and MessageListener.Close.
 func (l *listener[T]) Close() error {
 	if l.cfgErr != nil {
 		return l.ep.pc.Close()
@@ -156,7 +165,7 @@ func (l *listener[T]) Close() error {
 	return nil
 }
 
-// Stats returns the counters of datagrams that reached no conn.
+// Stats implements Listener.Stats and MessageListener.Stats.
 func (l *listener[T]) Stats() ListenerStats {
 	if l.cfgErr != nil {
 		return ListenerStats{}
@@ -170,7 +179,7 @@ func (l *listener[T]) Stats() ListenerStats {
 	}
 }
 
-// Addr returns the listener's local address.
+// Addr implements Listener.Addr and MessageListener.Addr.
 func (l *listener[T]) Addr() net.Addr { return l.ep.pc.LocalAddr() }
 
 // streamNetwork maps the TCP network names to the UDP ones, for streams:

@@ -19,12 +19,12 @@ type Delivery uint8
 
 const (
 	// Reliable messages are delivered exactly once, or the conn fails.
-	Reliable Delivery = Delivery(engine.Reliable)
+	Reliable Delivery = 0
 	// Unreliable messages are delivered at most once.
-	Unreliable Delivery = Delivery(engine.Unreliable)
+	Unreliable Delivery = 1
 	// Passive messages are delivered at most once and dropped first under
 	// pressure.
-	Passive Delivery = Delivery(engine.Passive)
+	Passive Delivery = 2
 )
 
 // String returns "reliable", "unreliable" or "passive".

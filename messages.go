@@ -8,7 +8,7 @@ import (
 // MessageListener accepts message conns on one PacketConn: each new peer
 // that completes the protocol's handshake becomes a *MessageConn. Backlog
 // and close behave as for Listener.
-type MessageListener struct{ listener[*MessageConn] }
+type MessageListener struct{ listener listener[*MessageConn] }
 
 var _ net.Listener = (*MessageListener)(nil)
 
@@ -19,7 +19,7 @@ func ListenMessages(network, address string, config *Config) (*MessageListener, 
 	if err != nil {
 		return nil, err
 	}
-	return &MessageListener{newListener(pc, cfg, false, newMessageConn)}, nil
+	return &MessageListener{listener: newListener(pc, cfg, false, newMessageConn)}, nil
 }
 
 // ServerMessages returns a MessageListener for the message conns arriving on
@@ -27,14 +27,14 @@ func ListenMessages(network, address string, config *Config) (*MessageListener, 
 // conns are closed). An invalid config makes Accept fail. A *net.UDPConn's
 // kernel buffers are raised to 4 MiB each, as with Client.
 func ServerMessages(pc net.PacketConn, config *Config) *MessageListener {
-	return &MessageListener{serve(pc, config, false, newMessageConn)}
+	return &MessageListener{listener: serve(pc, config, false, newMessageConn)}
 }
 
 // Accept waits for the next message conn and returns it as a net.Conn
 // holding a *MessageConn. After Close it returns an error wrapping
 // net.ErrClosed.
 func (l *MessageListener) Accept() (net.Conn, error) {
-	c, err := l.accept()
+	c, err := l.listener.accept()
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,18 @@ func (l *MessageListener) Accept() (net.Conn, error) {
 }
 
 // AcceptMessages is Accept returning the *MessageConn itself.
-func (l *MessageListener) AcceptMessages() (*MessageConn, error) { return l.accept() }
+func (l *MessageListener) AcceptMessages() (*MessageConn, error) { return l.listener.accept() }
+
+// Close stops accepting, resets the conns never accepted and drops the new
+// peers still in their handshake. Conns already accepted are unaffected.
+// It returns an error wrapping net.ErrClosed if already closed.
+func (l *MessageListener) Close() error { return l.listener.Close() }
+
+// Stats returns the counters of datagrams that reached no conn.
+func (l *MessageListener) Stats() ListenerStats { return l.listener.Stats() }
+
+// Addr returns the listener's local address.
+func (l *MessageListener) Addr() net.Addr { return l.listener.Addr() }
 
 // DialMessages opens a message conn to address over UDP and completes the
 // protocol's handshake before ctx ends and within Config.HandshakeTimeout.

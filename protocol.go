@@ -31,8 +31,10 @@ const (
 	// its reference implementation lowquark/uflow at commit dde0da6:
 	// up to 256 channels (Config.Channels), each with reliable (in order),
 	// unreliable and passive messages of up to Config.MaxMessage bytes,
-	// fragmented into 1472-byte datagrams, with AIMD congestion control.
-	// Streams run on channel 0. It is the default protocol.
+	// fragmented into 1472-byte datagrams, paced by the congestion
+	// controller of Config.Congestion (model-based by default; the paper's
+	// AIMD as an option). Streams run on channel 0. It is the default
+	// protocol.
 	POROUS Protocol = 2
 	// LLUDP is the Second Life packet layer, wire-compatible with the
 	// Second Life viewer's message system: each message is a message number
@@ -61,18 +63,23 @@ const (
 )
 
 // WirefoxChannelMode is how a Wirefox channel delivers its messages:
-// WirefoxUnordered, WirefoxOrdered or WirefoxSequenced.
-type WirefoxChannelMode = wirefox.ChannelMode
+// WirefoxUnordered, WirefoxOrdered or WirefoxSequenced
+// (docs/protocols/wirefox.md §3.5).
+type WirefoxChannelMode uint8
 
 // Wirefox channel modes (Config.WirefoxChannels).
 const (
 	// WirefoxUnordered delivers messages as they arrive.
-	WirefoxUnordered = wirefox.Unordered
-	// WirefoxOrdered delivers messages in the order they were sent.
-	WirefoxOrdered = wirefox.Ordered
+	WirefoxUnordered WirefoxChannelMode = 0
+	// WirefoxOrdered delivers messages in the order they were sent; a
+	// gap holds the later ones back until it is filled.
+	WirefoxOrdered WirefoxChannelMode = 1
 	// WirefoxSequenced drops a message older than the newest delivered.
-	WirefoxSequenced = wirefox.Sequenced
+	WirefoxSequenced WirefoxChannelMode = 2
 )
+
+// String returns "unordered", "ordered" or "sequenced".
+func (m WirefoxChannelMode) String() string { return wirefox.ChannelMode(m).String() }
 
 // WirefoxStreamCommand is the Wirefox command byte that starts every
 // message carrying a stream's frame; streams use channel 1, ORDERED, on
@@ -82,11 +89,11 @@ const WirefoxStreamCommand = 0xFF
 // StreamMessageNumber is the LLUDP message number (Low 65000, sent as
 // FF FF FD E8) that carries rudp's stream frames. The Second Life message
 // template uses Low numbers 1 to 431 only.
-const StreamMessageNumber = lludp.StreamMessage
+const StreamMessageNumber uint32 = 0xFFFFFDE8
 
 // StreamCommand is the Avara command (100) that carries rudp's stream
 // frames. The game's commands at the cited commit are 0 to 36.
-const StreamCommand = avara.StreamCommand
+const StreamCommand int8 = 100
 
 // String returns the protocol's name in lower case ("airhook", "porous",
 // "lludp", "wirefox", "avara"), or "default" for the zero value.
@@ -137,10 +144,10 @@ type Circuit struct {
 // Limits of the protocol-specific Config fields.
 const (
 	// MaxChannels is the most POROUS channels (Config.Channels).
-	MaxChannels = porous.MaxChannels
+	MaxChannels = 256
 	// MaxMessagePOROUS is the largest POROUS message, in bytes: 65536
 	// fragments of 1452 bytes.
-	MaxMessagePOROUS = porous.MaxPacketLimit
+	MaxMessagePOROUS = 95158272
 	// DefaultMaxMessage is the default Config.MaxMessage, in bytes.
 	DefaultMaxMessage = 1 << 20
 )

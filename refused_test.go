@@ -45,7 +45,7 @@ func TestRefusalsRule(t *testing.T) {
 func TestRefusalsEndAssociation(t *testing.T) {
 	cfg := &Config{IdleTimeout: time.Minute}
 	c, _, ln := streamPair(t, cfg, links[0])
-	require.NoError(t, ln.ep.pc.Close()) // nothing comes from the peer any more
+	require.NoError(t, ln.listener.ep.pc.Close()) // nothing comes from the peer any more
 	rto := c.Stats().RTO
 	require.Positive(t, rto)
 	t0 := time.Now()
@@ -93,7 +93,7 @@ func TestVanishedPeerRefused(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 
-			require.NoError(t, ln.ep.pc.Close()) // the peer vanishes
+			require.NoError(t, ln.listener.ep.pc.Close()) // the peer vanishes
 			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
 			buf := make([]byte, 1024)
 			for {
@@ -117,7 +117,7 @@ func TestVanishedPeerRefused(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 
-			require.NoError(t, ln.ep.pc.Close()) // the peer vanishes
+			require.NoError(t, ln.listener.ep.pc.Close()) // the peer vanishes
 			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
 			m := Message{Data: bytes.Repeat([]byte{15}, 100), Number: testNumber(p)} // 15: a Wirefox user command
 			for {

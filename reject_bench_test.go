@@ -23,11 +23,11 @@ func BenchmarkRejectUnknown(b *testing.B) {
 				if kind == "stream" {
 					ln := Server(pc, &Config{Protocol: p})
 					defer ln.Close()
-					ep = ln.ep
+					ep = ln.listener.ep
 				} else {
 					ln := ServerMessages(pc, &Config{Protocol: p})
 					defer ln.Close()
-					ep = ln.ep
+					ep = ln.listener.ep
 				}
 				now := time.Now()
 				before := ep.unknownDrops.Load()

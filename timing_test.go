@@ -165,11 +165,11 @@ func TestListenerHandshakeTimeout(t *testing.T) {
 		var ln io.Closer
 		if k.name == "stream" {
 			l := Server(vp.server, lcfg)
-			pending = func() []any { return pendingOf(l.q) }
+			pending = func() []any { return pendingOf(l.listener.q) }
 			c, ln = Client(vp.client, l.Addr(), cfg), l
 		} else {
 			l := ServerMessages(vp.server, lcfg)
-			pending = func() []any { return pendingOf(l.q) }
+			pending = func() []any { return pendingOf(l.listener.q) }
 			c, ln = ClientMessages(vp.client, l.Addr(), cfg), l
 		}
 		t.Cleanup(func() {

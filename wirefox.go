@@ -23,9 +23,9 @@ const (
 	wirefoxStreamQueued = 1 << 14
 	// MaxMessageWirefox is the largest Wirefox message, command byte
 	// included, in bytes (Config.MaxMessage).
-	MaxMessageWirefox = wirefox.MaxMessage
+	MaxMessageWirefox = 16 << 20
 	// MaxWirefoxChannels is the most entries of Config.WirefoxChannels.
-	MaxWirefoxChannels = wirefox.MaxChannels
+	MaxWirefoxChannels = 255
 	// minWirefoxMTU is the smallest Config.MTU Wirefox works with: its
 	// datagrams are up to 1300 bytes, 1200-byte segments and headers.
 	minWirefoxMTU = wirefox.MTU
@@ -67,7 +67,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		Client:           !accept,
 		Accept:           accept,
 		PeerID:           c.random64() | 1, // nonzero
-		Channels:         c.WirefoxChannels,
+		Channels:         wirefoxModes(c.WirefoxChannels),
 		MaxDatagram:      wirefox.MTU,
 		MaxMessage:       c.MaxMessage,
 		SendLimit:        c.ResendLimit, // 0: the reference's 6
@@ -101,6 +101,15 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		cfg.KeepAlive = c.streamKeepAlive(accept)
 	}
 	return wirefox.New(now, cfg)
+}
+
+// wirefoxModes converts Config.WirefoxChannels for the engine.
+func wirefoxModes(ms []WirefoxChannelMode) []wirefox.ChannelMode {
+	out := make([]wirefox.ChannelMode, len(ms))
+	for i, m := range ms {
+		out[i] = wirefox.ChannelMode(m)
+	}
+	return out
 }
 
 // wirefoxRand is the random source of one encrypted Wirefox engine (its
