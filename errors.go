@@ -47,7 +47,9 @@ var (
 	ErrUnknownProtocol = errors.New("unknown protocol")
 	// ErrIncompatible: the peer's handshake carries parameters this end
 	// cannot work with: a POROUS peer with another protocol version or
-	// another channel count (Config.Channels).
+	// another channel count (Config.Channels); a Wirefox peer with another
+	// protocol version, or whose encryption (Config.WirefoxEncrypt)
+	// differs from this end's.
 	ErrIncompatible = engine.ErrIncompatible
 	// ErrPeerClosed: a message conn's peer closed the association while
 	// messages written here were still unconfirmed (they may be lost); and
@@ -55,8 +57,11 @@ var (
 	// (its text then says only that the peer closed). Reads return io.EOF
 	// once everything the peer sent has been read.
 	ErrPeerClosed = engine.ErrPeerClosed
-	// ErrRetransmitLimit: an LLUDP message was resent Config.ResendLimit
-	// times without an acknowledgement.
+	// ErrRetransmitLimit: the peer acknowledged nothing of what was sent
+	// within the protocol's limit: an LLUDP message was resent
+	// Config.ResendLimit times (3 by default), a Wirefox packet sent as
+	// many times (6 by default), or an Avara message waited 120 s (a
+	// stream: Config.IdleTimeout) while nothing was acknowledged.
 	ErrRetransmitLimit = engine.ErrRetransmitLimit
 	// ErrLingerTimeout: Close could not deliver everything Write accepted
 	// within Config.Linger.
