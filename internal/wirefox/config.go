@@ -162,6 +162,22 @@ type Config struct {
 	// resends. An ACK of a datagram already acknowledged is ignored here;
 	// for peers running this package.
 	RepeatAcks bool
+	// ReferencePacing paces the sender as the reference's own sender, for
+	// a peer that may be the reference (docs/protocols/wirefox.md §3.4),
+	// which cannot take datagrams much faster than it sends them: at most
+	// one datagram of any kind (data, ack-only, out-of-band) per 5 ms
+	// write cycle, and new packets only within the reference's congestion
+	// window: 1300 bytes, ssthresh 65,536; per ACK received + 1300 while
+	// the window is at most ssthresh, else + 1300²/window + 162; per
+	// datagram received carrying NAKs ssthresh = max(window/2, 2600) and
+	// window = 1300. In flight count the bytes of every connected
+	// datagram sent, ack-only ones included, until acknowledged or 16
+	// average RTTs old (all of them before the first RTT sample), at most
+	// 4096 datagrams (beyond, the oldest leaves the count). Resent packets
+	// are not held back by the window. Config.Congestion still applies.
+	// Off (the default), datagrams go out as the congestion controller
+	// allows: right between peers running this package.
+	ReferencePacing bool
 	// Congestion selects the sender's congestion controller.
 	Congestion congestion.Algorithm
 	// Logger receives the congestion controller's events; nil discards.

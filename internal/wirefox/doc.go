@@ -67,7 +67,10 @@
 //   - Congestion control: the shared controller of internal/congestion
 //     (BBR by default) paces the datagrams and bounds those in flight;
 //     RACK (RFC 8985) finds lost datagrams from the acks as a NAK would.
-//     Nothing on the wire changes.
+//     Nothing on the wire changes. With Config.ReferencePacing, for a
+//     peer that may be the reference, the sender also keeps to the
+//     reference's own pace: a datagram per 5 ms write cycle, new packets
+//     within the reference's congestion window (§3.4).
 //   - Channels: channel 0 and Config.Channels, which must mirror the
 //     peer's table (§3.5); a packet on another channel is rejected whole.
 //     The channels with something to send take turns by deficit round

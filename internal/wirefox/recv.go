@@ -138,6 +138,14 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	if len(d.Acks)+len(d.Naks) > 0 {
 		s.updateCC(now, sample)
 	}
+	if s.cfg.ReferencePacing {
+		for _, id := range d.Acks {
+			s.pace.acked(id)
+		}
+		if len(d.Naks) > 0 {
+			s.pace.naked()
+		}
+	}
 	if s.discSent || s.state == engine.StateClosed {
 		// After our DISCONNECT_REQUEST nothing more is taken or
 		// acknowledged, so that a challenge of it finds us gone.

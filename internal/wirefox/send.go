@@ -28,7 +28,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	}
 	s.now = now
 	s.timers(now)
-	if s.state == engine.StateClosed {
+	if s.state == engine.StateClosed || s.cfg.ReferencePacing && now.Before(s.pace.next) {
 		return 0
 	}
 	if len(s.oob) > 0 {
@@ -44,16 +44,17 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 				s.err = nil
 			}
 		}
-		return s.sent(now, n)
+		return s.sent(now, n, -1)
 	}
 	if s.phase != phaseDone {
 		return 0
 	}
 	seal := s.keys != nil
+	id := int64(s.nextDgram)
 	if at, ok := s.ackDue(); ok && !now.Before(at) {
-		return s.sent(now, s.seal(buf, s.sendAcks(s.plainBuf(buf, seal)), seal))
+		return s.sent(now, s.seal(buf, s.sendAcks(s.plainBuf(buf, seal)), seal), id)
 	}
-	return s.sent(now, s.seal(buf, s.sendData(now, s.plainBuf(buf, seal)), seal))
+	return s.sent(now, s.seal(buf, s.sendData(now, s.plainBuf(buf, seal)), seal), id)
 }
 
 // plainBuf is where a datagram's plaintext is built in buf: after the
@@ -94,12 +95,16 @@ func (s *Session) maxPlain() int {
 // out-of-band messages are out.
 var errGraceful = fmt.Errorf("wirefox: closed")
 
-// sent counts a datagram of n bytes (none when 0) and returns n.
-func (s *Session) sent(now time.Time, n int) int {
+// sent counts a datagram of n bytes (none when 0), connected datagram
+// dg or out-of-band (-1), and returns n.
+func (s *Session) sent(now time.Time, n int, dg int64) int {
 	if n > 0 {
 		s.stats.PacketsSent++
 		s.stats.BytesSent += uint64(n)
 		s.lastSend = now
+		if s.cfg.ReferencePacing {
+			s.pace.sent(now, dg, n)
+		}
 	}
 	return n
 }
@@ -132,6 +137,10 @@ func (s *Session) timers(now time.Time) {
 		return
 	}
 	s.nakGaps(now)
+	if s.cfg.ReferencePacing {
+		avg, _, _ := s.rttStats()
+		s.pace.expire(now, avg)
+	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {
 		if s.chal.Expire() == engine.ChallengeClose {
 			s.takeClose() // unanswered: the peer closed
@@ -300,7 +309,22 @@ func (s *Session) hasData() bool {
 	for s.dueQ.Len() > 0 && !(*s.dueQ.Front()).due {
 		s.dueQ.Pop()
 	}
-	return s.dueQ.Len() > 0 || s.active.Len() > 0 && !s.windowFull()
+	return s.dueQ.Len() > 0 || s.active.Len() > 0 && !s.windowFull() && s.newFits()
+}
+
+// newFits reports whether the next new packet fits the reference's
+// window with Config.ReferencePacing (always without).
+func (s *Session) newFits() bool {
+	if !s.cfg.ReferencePacing {
+		return true
+	}
+	_, m := s.nextMsg()
+	return m != nil && newPacketLen(m) <= s.pace.room()
+}
+
+// newPacketLen is the encoded length of the next segment of m.
+func newPacketLen(m *outMsg) int {
+	return packetHeaderLen(segFlags(m, m.next), m.ch, m.nseg > 1) + segLen(m, m.next)
 }
 
 // windowFull reports whether the packet IDs outstanding reach
@@ -359,16 +383,21 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 		b = AppendPacket(b, &pk)
 		track(p)
 	}
+	room := s.maxPlain() // new packets' bytes: the reference's window room with ReferencePacing
+	if s.cfg.ReferencePacing {
+		room = s.pace.room()
+	}
 	for !s.windowFull() {
 		ch, m := s.nextMsg()
 		if m == nil {
 			break
 		}
 		i := m.next
-		size := packetHeaderLen(segFlags(m, i), m.ch, m.nseg > 1) + segLen(m, i)
-		if len(b)+size > s.maxPlain() {
+		size := newPacketLen(m)
+		if len(b)+size > s.maxPlain() || size > room {
 			break
 		}
+		room -= size
 		if i == 0 && m.nseg > 1 {
 			m.container = s.nextPkt // reserved for the whole message (§3.1)
 			s.nextPkt++

@@ -110,33 +110,39 @@ type sentDgram struct {
 // implementing engine.Engine. It is not safe for concurrent use.
 type Session struct {
 	cfg   Config
-	state engine.State
 	err   error
 	now   time.Time
+	state engine.State
+
+	// Small fields together, to keep a Session in its allocation size
+	// class (TestSessionSize).
+	phase      phase
+	authWant   uint8 // the AUTH_MSG state expected from the peer
+	pongIn     bool  // the datagram being taken is a keepalive
+	discSent   bool  // DISCONNECT_REQUEST queued
+	gotFirst   bool  // a connected datagram arrived
+	recvShut   bool  // SetRecvOpen(false)
+	refusedRun bool  // the last new packet was refused (logged once per run)
+	oobID      uint32
 
 	// Handshake (docs/protocols/wirefox.md §3.2).
-	phase      phase
-	peerID     uint64 // the peer's PeerID, once known
-	hsSent     int    // handshake messages sent (attempts)
-	hsNext     time.Time
-	hsStart    time.Time
-	hsLast     oobMsg   // the last handshake message sent, sent again on a repeat
-	oob        []oobMsg // out-of-band blobs due
-	oobID      uint32
-	failAfter  error // set: fail once the out-of-band blobs are out
-	lastSend   time.Time
-	lastRecv   time.Time
-	lastPong   time.Time // when the last keepalive was queued
-	pongIn     bool      // the datagram being taken carries a keepalive
-	closeAt    time.Time
-	discSent   bool // DISCONNECT_REQUEST queued
-	peerClosed bool // DISCONNECT_REQUEST taken: DISCONNECT_ACK due, then closed
+	peerID      uint64 // the peer's PeerID, once known
+	hsSent      int    // handshake messages sent (attempts)
+	hsNext      time.Time
+	hsStart     time.Time
+	hsLast      oobMsg   // the last handshake message sent, sent again on a repeat
+	oob         []oobMsg // out-of-band blobs due
+	failAfter   error    // set: fail once the out-of-band blobs are out
+	lastSend    time.Time
+	lastRecv    time.Time
+	lastPong    time.Time // when the last keepalive was queued
+	closeAt     time.Time
+	peerCloseAt time.Time // the peer's DISCONNECT_REQUEST waits for our last ACKs until then
 
 	// Encryption (docs/protocols/wirefox.md §1.7, §3.8).
 	rand      io.Reader
 	kx        KeyPair      // client: its key-exchange pair
 	keys      *SessionKeys // set: every datagram but those marked plain is sealed and opened
-	authWant  uint8        // the AUTH_MSG state expected from the peer
 	challenge []byte       // client: the identity challenge sent
 	rxBuf     []byte       // opened datagrams
 
@@ -152,6 +158,7 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
+	pace      *refPacer // with Config.ReferencePacing
 	rtts      [rttSamples]time.Duration
 	nrtt      int
 	lastRTT   time.Duration
@@ -160,7 +167,6 @@ type Session struct {
 
 	// Acknowledging (docs/protocols/wirefox.md §3.3).
 	expected   uint32
-	gotFirst   bool
 	owedAcks   []uint32
 	prevAcks   []uint32 // the owed ACKs the last ack-only datagram carried (Config.RepeatAcks)
 	ackScratch []uint32 // the ACK list of an ack-only datagram being built
@@ -171,9 +177,8 @@ type Session struct {
 	// Receiving.
 	dgHist, pktHist history
 	reasm           map[uint32]*reassembly
-	buffered        int // bytes held or being reassembled
+	buffered        int // footprint of reassembly and held ORDERED messages (see held.go)
 	recv            engine.FIFO[engine.Message]
-	recvShut        bool
 	pkts            []Packet // scratch
 	dg              Datagram // scratch
 
@@ -236,6 +241,9 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			MaxDatagram: cfg.MaxDatagram,
 			Logger:      cfg.Logger,
 		}),
+	}
+	if cfg.ReferencePacing {
+		s.pace = &refPacer{window: refWindowInit, ssthresh: refSsthresh}
 	}
 	if cfg.Client {
 		s.phase = phaseInitial

@@ -9,8 +9,11 @@ import (
 // Deadline returns when Poll must next be called: the earliest of an
 // out-of-band message or data due now, the handshake's next attempt, the
 // owed acknowledgements, the pacer, the oldest in-flight packet's timeout
-// and RACK, the keepalive, challenge, idle and linger timers. Zero in
-// StateClosed.
+// and RACK, the keepalive, challenge, idle and linger timers. With
+// Config.ReferencePacing a datagram due waits for the next write cycle,
+// and new data held back by the reference's window waits for the oldest
+// datagram counted in flight to expire (or for an ACK, which calls for a
+// new Deadline). Zero in StateClosed.
 func (s *Session) Deadline() time.Time {
 	if s.state == engine.StateClosed {
 		return time.Time{}
@@ -25,7 +28,7 @@ func (s *Session) Deadline() time.Time {
 		earliest(s.closeAt.Add(s.cfg.Linger), true)
 		earliest(s.now, s.pending == 0 && !s.discSent)
 	}
-	earliest(s.now, len(s.oob) > 0)
+	earliest(s.paced(s.now), len(s.oob) > 0)
 	if s.phase != phaseDone {
 		earliest(s.hsStart.Add(s.cfg.HandshakeTimeout), s.cfg.HandshakeTimeout > 0)
 		earliest(s.hsNext, s.phase == phaseInitial && s.failAfter == nil)
@@ -33,13 +36,18 @@ func (s *Session) Deadline() time.Time {
 	}
 	earliest(s.lastRecv.Add(s.cfg.IdleTimeout), s.cfg.IdleTimeout > 0)
 	earliest(s.chal.Until, s.chal.Running())
-	earliest(s.ackDue())
+	if at, ok := s.ackDue(); ok {
+		earliest(s.paced(at), true)
+	}
 	if len(s.gaps) > 0 && int32(s.expected-1-s.gaps[0].id) >= reorderDistance {
 		earliest(s.gaps[0].since.Add(s.reorderDelay()), true)
 	}
 	if s.hasData() {
 		t := s.cc.NextSend(s.now, s.cfg.MaxDatagram)
-		earliest(t, !t.IsZero())
+		earliest(s.paced(t), !t.IsZero())
+	} else if s.cfg.ReferencePacing && s.active.Len() > 0 && !s.windowFull() {
+		avg, _, _ := s.rttStats()
+		earliest(s.pace.expiresAt(avg)) // the window's room opens
 	}
 	if p := s.inflight.head; p != nil {
 		earliest(s.timeoutAt(p), true)
@@ -52,4 +60,13 @@ func (s *Session) Deadline() time.Time {
 	}
 	earliest(s.keepAliveAt())
 	return d
+}
+
+// paced returns t, or with Config.ReferencePacing the next write cycle if
+// later.
+func (s *Session) paced(t time.Time) time.Time {
+	if s.cfg.ReferencePacing && t.Before(s.pace.next) {
+		return s.pace.next
+	}
+	return t
 }
