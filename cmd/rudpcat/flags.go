@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/ecdh"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,7 +28,11 @@ type options struct {
 	seed        uint64
 	mtu         int
 	idleTimeout time.Duration
-	password    string // Avara
+	handshake   time.Duration
+	password    string           // Avara
+	encrypt     bool             // Wirefox
+	identity    *ecdh.PrivateKey // Wirefox listener
+	serverKey   *ecdh.PublicKey  // Wirefox dialer
 	quiet       bool
 
 	output string     // recv
@@ -42,7 +49,7 @@ const (
 // newFlagSet returns the flag set of subcommand cmd, storing into o, and
 // sets o to the defaults.
 func newFlagSet(cmd string, o *options) *flag.FlagSet {
-	*o = options{seed: 1, mtu: rudp.DefaultMTU, idleTimeout: rudp.DefaultIdleTimeout}
+	*o = options{seed: 1, mtu: rudp.DefaultMTU, idleTimeout: rudp.DefaultIdleTimeout, handshake: rudp.DefaultHandshakeTimeout}
 	fs := flag.NewFlagSet("rudpcat "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run reports errors and usage itself
 	fs.Usage = func() {}
@@ -80,7 +87,23 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 	fs.Uint64Var(&o.seed, "seed", o.seed, "seed `N` of the random loss and jitter decisions")
 	fs.IntVar(&o.mtu, "mtu", o.mtu, "largest datagram sent, `N` bytes of UDP payload")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", o.idleTimeout, "fail after `DURATION` without a datagram from the peer")
+	fs.DurationVar(&o.handshake, "handshake-timeout", o.handshake, "fail a dial, or drop a half-open peer, after `DURATION` without a completed handshake")
 	fs.StringVar(&o.password, "password", "", "Avara login `PASSWORD` (--protocol avara): both ends give the same, at most 255 bytes")
+	fs.BoolVar(&o.encrypt, "encrypt", false, "Wirefox (--protocol wirefox): encrypt as the reference's libsodium build; both ends must give it")
+	if cmd != "send" && cmd != "dial" && cmd != "demo" {
+		fs.Func("identity", "Wirefox listener with --encrypt: prove its identity with the X25519 private key in `FILE` (64 hex digits); its public key is printed", func(s string) error {
+			k, err := readIdentity(s)
+			o.identity = k
+			return err
+		})
+	}
+	if cmd != "recv" && cmd != "listen" && cmd != "demo" {
+		fs.Func("server-key", "Wirefox dialer with --encrypt: the server's X25519 public `KEY` (64 hex digits) it must prove it holds", func(s string) error {
+			k, err := parseKey(s)
+			o.serverKey = k
+			return err
+		})
+	}
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (there is none unless stderr is a terminal)")
 	if cmd == "recv" {
 		fs.StringVar(&o.output, "o", "", "write the data to `FILE` instead of stdout")
@@ -139,8 +162,10 @@ func (o *options) validate() error {
 	switch {
 	case o.delay < 0 || o.jitter < 0:
 		return errors.New("--delay and --jitter must not be negative")
-	case o.idleTimeout < 0:
-		return errors.New("--idle-timeout must not be negative")
+	case o.idleTimeout < 0 || o.handshake < 0:
+		return errors.New("--idle-timeout and --handshake-timeout must not be negative")
+	case (o.identity != nil || o.serverKey != nil) && !o.encrypt:
+		return errors.New("--identity and --server-key need --encrypt")
 	case o.mtu < 0:
 		return errors.New("--mtu must not be negative")
 	}
@@ -198,7 +223,31 @@ func protocolNames() string {
 
 // config returns the rudp configuration the flags ask for.
 func (o *options) config() *rudp.Config {
-	return &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout, AvaraPassword: o.password}
+	return &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout, HandshakeTimeout: o.handshake,
+		AvaraPassword: o.password, WirefoxEncrypt: o.encrypt, WirefoxIdentity: o.identity, WirefoxServerKey: o.serverKey}
+}
+
+// parseKey parses an X25519 public key written as 64 hex digits.
+func parseKey(s string) (*ecdh.PublicKey, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b) != 32 {
+		return nil, fmt.Errorf("not 64 hex digits: %q", s)
+	}
+	return ecdh.X25519().NewPublicKey(b)
+}
+
+// readIdentity reads an X25519 private key written as 64 hex digits from
+// the file name.
+func readIdentity(name string) (*ecdh.PrivateKey, error) {
+	text, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(string(text)))
+	if err != nil || len(b) != 32 {
+		return nil, fmt.Errorf("%s: not 64 hex digits", name)
+	}
+	return ecdh.X25519().NewPrivateKey(b)
 }
 
 // impairment returns the impairment of the datagrams sent, with loss rate

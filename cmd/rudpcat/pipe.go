@@ -13,7 +13,7 @@ func (c *cli) listen(o *options, args []string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := c.accept(l)
+	conn, err := c.accept(l, o)
 	if err != nil {
 		return err
 	}

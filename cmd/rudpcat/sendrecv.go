@@ -8,7 +8,7 @@ import (
 
 // send runs "rudpcat send FILE ADDR".
 func (c *cli) send(o *options, args []string) error {
-	src, size, err := openInput(args[0], c.stdin)
+	src, size, err := openInput(args[0], newInterruptible(c.ctx, c.stdin))
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (c *cli) recv(o *options, args []string) error {
 		_ = l.Close()
 		return err
 	}
-	conn, err := c.accept(l)
+	conn, err := c.accept(l, o)
 	if err != nil {
 		_ = dst.Close()
 		return err

@@ -113,10 +113,14 @@ func listenAddr(addr string, o *options) (*rudp.Listener, error) {
 	return listenStream(addr, o.config(), o.impairment(o.loss, -1, o.seed))
 }
 
-// accept reports l's address on stderr and accepts one conn from l, unless
-// c.ctx ends first.
-func (c *cli) accept(l *rudp.Listener) (*rudp.Conn, error) {
+// accept reports l's address on stderr, with the public key of the
+// Wirefox identity it proves (--identity), and accepts one conn from l,
+// unless c.ctx ends first.
+func (c *cli) accept(l *rudp.Listener, o *options) (*rudp.Conn, error) {
 	fmt.Fprintf(c.stderr, "rudpcat: listening on %v\n", l.Addr())
+	if o.identity != nil {
+		fmt.Fprintf(c.stderr, "rudpcat: identity public key %x (give it to dialers' --server-key)\n", o.identity.PublicKey().Bytes())
+	}
 	stop := context.AfterFunc(c.ctx, func() { _ = l.Close() })
 	defer stop()
 	return acceptOne(l)

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdh"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -422,4 +424,75 @@ func TestSendRefused(t *testing.T) {
 	require.Equal(t, exitFail, c.run([]string{"send", "--quiet", in, addr}))
 	require.Contains(t, errOut.String(), "connection refused")
 	require.NotContains(t, errOut.String(), "timeout")
+}
+
+// TestSendStdinInterrupted: Ctrl-C (a cancelled context) ends "send -"
+// while it waits for stdin (here a pipe nobody writes, as a terminal's
+// stdin waits for a line): the command exits, saying it was interrupted.
+func TestSendStdinInterrupted(t *testing.T) {
+	recvErr := newStderrWatcher()
+	recv := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: recvErr}
+	start(recv, "recv", "--quiet", "127.0.0.1:0")
+	addr := recvErr.listenAddr(t)
+
+	stdin, w := io.Pipe()
+	defer w.Close()
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var sendErr bytes.Buffer
+	sender := &cli{ctx: ctx, stdin: stdin, stdout: io.Discard, stderr: &sendErr}
+	done := make(chan int, 1)
+	go func() { done <- sender.run([]string{"send", "--quiet", "-", addr}) }()
+	time.Sleep(200 * time.Millisecond) // let it block on stdin
+	interrupt()
+	select {
+	case code := <-done:
+		require.Equal(t, exitFail, code)
+		require.Contains(t, sendErr.String(), "interrupted")
+	case <-time.After(20 * time.Second):
+		t.Fatal("send stayed blocked on stdin after the interrupt")
+	}
+}
+
+// TestSendRecvWirefoxIdentity: recv with --encrypt and --identity prints
+// its public key; send with --encrypt and that --server-key transfers and
+// verifies the file, while send with another key fails the handshake on
+// the server's identity; --handshake-timeout bounds a dial that gets no
+// answer.
+func TestSendRecvWirefoxIdentity(t *testing.T) {
+	dir := t.TempDir()
+	in, keyFile := filepath.Join(dir, "in"), filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(in, []byte("sealed and proven"), 0o600))
+	secret := bytes.Repeat([]byte{7}, 32)
+	require.NoError(t, os.WriteFile(keyFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600))
+	priv, err := ecdh.X25519().NewPrivateKey(secret)
+	require.NoError(t, err)
+	pub := hex.EncodeToString(priv.PublicKey().Bytes())
+
+	for _, tc := range []struct {
+		key  string
+		want int
+		text string
+	}{
+		{pub, exitOK, "confirmed by the receiver"},
+		{strings.Repeat("11", 32), exitFail, "identity"},
+	} {
+		recvErr := newStderrWatcher()
+		recv := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: recvErr}
+		recvDone := start(recv, "recv", "--quiet", "--protocol", "wirefox", "--encrypt", "--identity", keyFile, "-o", filepath.Join(dir, "out"), "127.0.0.1:0")
+		addr := recvErr.listenAddr(t)
+		var sendErr bytes.Buffer
+		sender := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &sendErr}
+		require.Equal(t, tc.want, sender.run([]string{"send", "--quiet", "--protocol", "wirefox", "--encrypt", "--server-key", tc.key, "--handshake-timeout", "5s", in, addr}), sendErr.String())
+		require.Contains(t, sendErr.String(), tc.text)
+		if tc.want == exitOK {
+			require.Equal(t, exitOK, exitStatus(t, recvDone, recvErr), recvErr.String())
+			require.Contains(t, recvErr.String(), "identity public key "+pub)
+		}
+	}
+
+	var errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errOut}
+	require.Equal(t, exitUsage, c.run([]string{"send", "--server-key", pub, in, "127.0.0.1:1"}))
+	require.Contains(t, errOut.String(), "need --encrypt")
 }
