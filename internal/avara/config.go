@@ -92,9 +92,42 @@ type Config struct {
 	// SkipAfter, when positive, mimics the reference receiver: once that
 	// many messages are held behind a missing one, the missing serial is
 	// skipped for good (docs/protocols/avara.md §3.3; ReferenceSkipAfter
-	// is the reference's value). 0, the default, never skips: delivery is
-	// strictly reliable and ordered.
+	// is the reference's value). Each serial skipped is counted in
+	// Stats.Skipped and logged at Debug level on Logger with its serial;
+	// it is never delivered (nor counted in MessagesRecv), even if it
+	// arrives later. A message held at the expected serial because
+	// SetRecvOpen(false) refused it is never skipped. 0, the default,
+	// never skips: delivery is strictly reliable and ordered.
 	SkipAfter int
+	// ReferencePeer adapts the session to a peer that may be the
+	// reference program rather than this package (docs/protocols/avara.md
+	// §3.2, §4.1; pacing.go):
+	//   - a byte quota, as the reference's own sender: (min(Cram, the
+	//     peer's cram level) + 1) × 3 bytes earned per millisecond (12 at
+	//     the default levels, 3 until the peer's Control arrives), at most
+	//     360 bytes banked, 12 + the datagram's length paid per datagram;
+	//     a datagram carrying messages, new or resent, leaves only while
+	//     the quota is not negative (pure acknowledgements are never held
+	//     back, but pay);
+	//   - at most ReferenceSkipAfter (16) messages outstanding, counted
+	//     from the oldest unacknowledged one, so that a reference receiver
+	//     never holds the 16 messages behind a gap at which it skips the
+	//     gap for good (and acknowledges past it);
+	//   - no AckMap: the reference sender tests map bits with a shift
+	//     that wraps at 32, so any map can make it drop, unsent and for
+	//     good, its messages 64 serials beyond a held one; the ack field
+	//     alone is sent and the peer's timers resend what it holds;
+	//   - Close: the Logout waits until everything before it is
+	//     acknowledged, and the session ends a retransmit time after the
+	//     Logout's second transmission instead of waiting out Linger for
+	//     an acknowledgement the reference never sends (see
+	//     Session.Close).
+	// The congestion controller still applies: a datagram leaves when
+	// both allow it. This costs throughput (about 12 KB/s and 16
+	// messages per round trip): set it for game connections, not for
+	// transfers between peers that both run this package (rudp's
+	// streams). Off by default.
+	ReferencePeer bool
 	// MaxDatagram is the largest datagram Poll writes, in bytes, between
 	// MinMaxDatagram and MaxDatagram (the default, 1024).
 	MaxDatagram int
@@ -142,8 +175,8 @@ type Config struct {
 	// default). It paces datagrams carrying messages and bounds the bytes
 	// in flight; nothing on the wire changes.
 	Congestion congestion.Algorithm
-	// Logger receives the congestion controller's events at Debug level;
-	// nil discards them.
+	// Logger receives the congestion controller's events and the
+	// serials skipped (SkipAfter) at Debug level; nil discards them.
 	Logger *slog.Logger
 }
 

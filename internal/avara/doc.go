@@ -34,15 +34,23 @@
 //   - Receiving: strictly reliable and ordered by default: a missing
 //     serial is waited for however many later messages are held (up to
 //     the 2048-serial window). Config.SkipAfter restores the reference's
-//     skipping (§3.3). Duplicates are acknowledged again.
+//     skipping (§3.3); each serial skipped is counted in Stats.Skipped
+//     and logged at Debug level. Duplicates are acknowledged again.
 //   - Acknowledging: every datagram carries the ack field; a pure
 //     acknowledgement goes out Config.AckDelay (41 ms) after something
-//     arrived when nothing else did, at once after the peer's Logout.
+//     arrived when nothing else did, at once after the peer's Logout,
+//     and while messages are held behind a gap, again every AckDelay
+//     plus the retransmit time after the last datagram even if nothing
+//     arrived: a reference sender that resent 3 times without hearing
+//     from us resends nothing until a datagram from us arrives (§3.4),
+//     and would otherwise never send the missing message again.
 //     The AckMap is sent only while messages are held, only with bits
 //     0..31, only while every held serial lies within 64 of the base
 //     (past that the reference sender would alias bits, §4.1: the ack
-//     field goes alone), and never by a client before the server
-//     accepted it (§4.5).
+//     field goes alone), never with Config.ReferencePeer (the reference
+//     sender's aliasing also drops its messages 64 serials beyond a
+//     held one, which the receiver cannot see), and never by a client
+//     before the server accepted it (§4.5).
 //   - Applying acknowledgements: an ack field older than the newest
 //     processed is ignored (the reference sends stale ones, §4.2); AckMap
 //     bits are trusted only while no message more than 64 serials beyond
@@ -67,8 +75,11 @@
 //     the bytes in flight; a message's acknowledgement acknowledges the
 //     datagram of its latest transmission, and its resend time declares
 //     that datagram lost. Pure acknowledgements are not paced. The
-//     reference's own quota (§3.2) is a sender's limit; receivers take
-//     any rate.
+//     reference reads one datagram per frame and skips a gap once 16
+//     messages wait behind it, so with Config.ReferencePeer the sender
+//     also keeps the reference's byte quota (§3.2: about 12 KB/s) and
+//     at most 16 messages outstanding from the oldest unacknowledged
+//     one; a reference receiver then never skips.
 //   - Connections: a client sends its Login (serial 0, p3 Config.Seed,
 //     the password as a Pascal string, zero-padded to Config.LoginPad,
 //     sender −1, ack field 0xFFFE) and
@@ -84,7 +95,12 @@
 //     distribution field is parsed and ignored.
 //   - Close: Close queues a Logout (p1 our id) after what is pending and
 //     ends once everything is acknowledged, within Config.Linger (20 s,
-//     as the reference). A received Logout, or a Kill naming a client,
+//     as the reference). The reference never acknowledges a Logout (it
+//     drops the connection on reading it, §3.5), so with
+//     Config.ReferencePeer the Logout is sent only once everything
+//     before it is acknowledged, and the session ends a retransmit time
+//     after the Logout's second transmission, itself a retransmit time
+//     after the first. A received Logout, or a Kill naming a client,
 //     ends the session after one acknowledgement; with messages of ours
 //     unacknowledged Err wraps engine.ErrPeerClosed.
 //   - Challenges: none. The protocol has no secret: anyone who can send

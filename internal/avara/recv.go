@@ -101,6 +101,7 @@ func (s *Session) isLogin(m *Message) bool {
 
 // handle applies an accepted datagram of n bytes.
 func (s *Session) handle(now time.Time, d *Datagram, n int) {
+	s.earn(now) // at the rate before a Control changes it
 	s.now, s.lastRecv = now, now
 	s.stats.PacketsReceived++
 	s.stats.BytesReceived += uint64(n)
@@ -239,11 +240,24 @@ func (s *Session) receive(now time.Time, m *Message) {
 		*s.slot(m.Serial) = held{ok: true, serial: m.Serial, data: bytes.Clone(m.Data),
 			params: engine.Params{Command: m.Command, P1: m.P1, P2: m.P2, P3: m.P3}}
 		s.nHeld++
-		for s.cfg.SkipAfter > 0 && s.nHeld >= s.cfg.SkipAfter {
-			s.expected += 2 // skipped for good, as the reference does
+		// A held message at the expected serial is one refused: never
+		// skipped, it is delivered once the session takes messages.
+		for s.cfg.SkipAfter > 0 && s.nHeld >= s.cfg.SkipAfter && !s.isHeld(s.expected) {
+			s.skip()
 			s.drainHeld(now)
 		}
 	}
+}
+
+// skip gives up the expected serial for good, as the reference does
+// (Config.SkipAfter): it is counted in Stats.Skipped and logged at Debug
+// level, and if it arrives later it is a duplicate, never delivered.
+func (s *Session) skip() {
+	s.stats.Skipped++
+	if s.cfg.Logger != nil {
+		s.cfg.Logger.Debug("avara: skipped a missing message for good", "serial", s.expected, "held", s.nHeld)
+	}
+	s.expected += 2
 }
 
 // drainHeld delivers the held messages that now come in order.

@@ -22,15 +22,20 @@ const packSize = 64
 // Every datagram starts with the ack field and, while messages are held
 // out of order, the AckMap (docs/protocols/avara.md §1.5, §5: only bits
 // 0..31, only while every held serial lies within 64 of the base, never
-// from a client the server has not accepted yet). Then come, in serial
-// order and as many as fit: messages whose resend time has come (the
-// retransmit time after their last transmission, no back-off; after 3
-// datagrams of resends without hearing from the peer, only the oldest
-// unacknowledged one), then new messages within the
-// 2048-serial window, transport messages first (§3.2, §3.4). Datagrams
-// carrying messages leave as the congestion controller allows; a pure
-// acknowledgement goes out Config.AckDelay after something arrived when
-// nothing else did.
+// from a client the server has not accepted yet, never with
+// Config.ReferencePeer). Then come, in serial order and as many as fit:
+// messages whose resend time has come (the retransmit time after their
+// last transmission, no back-off; after 3 datagrams of resends without
+// hearing from the peer, only the oldest unacknowledged one), then new
+// messages within the 2048-serial window, transport messages first
+// (§3.2, §3.4); with Config.ReferencePeer the Logout only once
+// everything before it is acknowledged (see Close). Datagrams carrying
+// messages leave as the congestion controller allows and, with
+// Config.ReferencePeer, as the reference's byte quota and its 16
+// outstanding messages allow. A pure acknowledgement goes out
+// Config.AckDelay after something arrived when nothing else did, and
+// again every AckDelay plus the retransmit time after the last datagram
+// while messages are held behind a gap (heldAckInterval).
 func (s *Session) Poll(now time.Time, buf []byte) int {
 	if s.state == engine.StateClosed {
 		return 0
@@ -106,14 +111,18 @@ func (s *Session) nextNew() *outMsg {
 		return s.ctl[0]
 	}
 	if s.queue.Len() > 0 && s.mayOpen() {
-		return *s.queue.Front()
+		m := *s.queue.Front()
+		if m.params.Command == CommandLogout && s.cfg.ReferencePeer && len(s.flight) > 0 {
+			return nil // after everything before it is acknowledged (see Close)
+		}
+		return m
 	}
 	return nil
 }
 
 // inWindow reports whether the next serial lies within the send window.
 func (s *Session) inWindow() bool {
-	return s.nextSerial-(s.peerAck+2) < windowSerials
+	return s.nextSerial-(s.peerAck+2) < windowSerials && s.outstandingAllows()
 }
 
 // sendable reports whether a message never sent may go now, the
@@ -161,7 +170,8 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		m.nextSend = now.Add(s.rto())
 		return true
 	}
-	if s.cc.CanSend(now, packSize) {
+	quotaOK := s.quotaAllows(now)
+	if quotaOK && s.cc.CanSend(now, packSize) {
 		throttled := s.unheard >= throttleResends
 		for _, m := range s.flight {
 			if m.acked {
@@ -188,7 +198,9 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 			}
 		}
 	}
-	if s.nextNew() == nil && s.cc.Room() > 0 {
+	// The controller is not what holds the sender back when nothing new
+	// waits, or Config.ReferencePeer does.
+	if (s.nextNew() == nil || !quotaOK || !s.outstandingAllows()) && s.cc.Room() > 0 {
 		s.cc.AppLimited()
 	}
 	if dg == nil {
@@ -202,7 +214,9 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		}
 	}
 	seal(b, s.cfg.Version)
+	s.pay(len(b))
 	s.owe = false
+	s.lastSent = now
 	return len(b)
 }
 
@@ -216,10 +230,11 @@ func (s *Session) appendAck(b []byte) []byte {
 // ackMap returns the AckMap of the held messages, and false when none
 // may be sent: nothing is held, a held serial lies more than 64 beyond
 // the base (bits 0..31 cannot name it; the reference would alias it,
-// docs/protocols/avara.md §4.1), or we are a client the server has not
-// accepted yet (§4.5).
+// docs/protocols/avara.md §4.1), the peer may be the reference
+// (Config.ReferencePeer: its sender aliases map bits, §4.1), or we are a
+// client the server has not accepted yet (§4.5).
 func (s *Session) ackMap() (uint32, bool) {
-	if s.nHeld == 0 || s.cfg.Client && s.state == engine.StateHandshake {
+	if s.nHeld == 0 || s.cfg.ReferencePeer || s.cfg.Client && s.state == engine.StateHandshake {
 		return 0, false
 	}
 	var m uint32

@@ -47,6 +47,10 @@ const (
 	// peer before only never-sent messages go out
 	// (docs/protocols/avara.md §3.4).
 	throttleResends = 3
+	// logoutSends is how many times a closing session with
+	// Config.ReferencePeer sends its Logout without an acknowledgement
+	// before it ends (see Close).
+	logoutSends = 2
 )
 
 // outMsg is one message to send: accepted by Send, or a transport message.
@@ -107,6 +111,9 @@ type Session struct {
 	cc         *congestion.Controller
 	pending    int
 	pendBytes  int
+	lastSent   time.Time // when the last datagram went out
+	quota      int       // bytes, Config.ReferencePeer (pacing.go)
+	quotaAt    time.Time // up to when the quota was earned
 
 	// Receiving (docs/protocols/avara.md §3.3).
 	expected  uint16
@@ -137,6 +144,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		created:   now,
 		lastRecv:  now,
 		lastAcked: now,
+		quotaAt:   now,
 		peerAck:   NothingReceived,
 		est:       newEstimator(),
 		cc: congestion.New(now, congestion.Config{
@@ -263,6 +271,17 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // keeps sending, resending and acknowledging until everything, the Logout
 // included, is acknowledged (StateClosed, Err nil), or Config.Linger runs
 // out (Err wraps engine.ErrLingerTimeout if messages are left).
+//
+// With Config.ReferencePeer the Logout goes out only once everything
+// before it is acknowledged, and the session also ends, Err nil, a
+// retransmit time after the Logout's second transmission (itself a
+// retransmit time after the first, logoutSends in all) without its
+// acknowledgement: the reference drops a connection as soon as it reads
+// a Logout, without acknowledging it or what came with it
+// (avaraline/Avara aaa5e63, src/net/CUDPComm.cpp: CUDPComm::PacketHandler
+// posts kpKillConnection, which CUDPComm::DisconnectSlot carries out with
+// CUDPConnection::CloseSlot, clearing the port and flushing the queues
+// before anything is written to it again).
 func (s *Session) Close(now time.Time) {
 	switch s.state {
 	case engine.StateHandshake:
@@ -304,7 +323,8 @@ func (s *Session) Pending() int { return s.pending }
 // reference estimator's mean, deviation and retransmit time
 // (docs/protocols/avara.md §3.4), or with Config.AckRTT the RFC 6298
 // estimator's. Retransmits counts messages sent again; Duplicates counts
-// messages that had arrived before.
+// messages that had arrived before; Skipped counts the peer's serials
+// given up with Config.SkipAfter.
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.est.srtt(), s.est.dev(), s.rto()

@@ -85,10 +85,10 @@ func (s *Session) rto() time.Duration {
 
 // Deadline returns when Poll must next be called: the earliest of the
 // next message due (a new one at once, within the window and as the
-// congestion controller allows; a resend at its time), the pure
-// acknowledgement, and the handshake, dead, idle and linger timers. It is
-// zero in StateClosed. A time not after the latest time passed in means
-// "now".
+// congestion controller and the quota of Config.ReferencePeer allow; a
+// resend at its time), the pure acknowledgement, and the handshake, dead,
+// idle, linger and Logout timers. It is zero in StateClosed. A time not
+// after the latest time passed in means "now".
 func (s *Session) Deadline() time.Time {
 	if s.state == engine.StateClosed {
 		return time.Time{}
@@ -109,7 +109,12 @@ func (s *Session) Deadline() time.Time {
 			// Due now: the congestion controller decides (never, when the
 			// window is full: an acknowledgement or a resend timer comes
 			// first).
+			// With Config.ReferencePeer the quota decides too: the
+			// later of both.
 			n := s.cc.NextSend(s.now, packSize)
+			if q := s.quotaReady(); !n.IsZero() && q.After(n) {
+				n = q
+			}
 			earliest(n, !n.IsZero())
 		}
 	}
@@ -150,9 +155,13 @@ func (s *Session) dueAt() (time.Time, bool) {
 }
 
 // ackDue returns when a pure acknowledgement is due: AckDelay after
-// something arrived, at once when the peer logged out.
+// something arrived, at once when the peer logged out; and while messages
+// are held behind a gap, AckDelay plus the retransmit time after the last
+// datagram sent even if nothing arrived (see heldAckInterval).
 func (s *Session) ackDue() (time.Time, bool) {
 	switch {
+	case !s.owe && s.nHeld > 0:
+		return s.lastSent.Add(s.heldAckInterval()), true
 	case !s.owe:
 		return time.Time{}, false
 	case s.loggedOut:
@@ -160,6 +169,23 @@ func (s *Session) ackDue() (time.Time, bool) {
 	}
 	return s.oweSince.Add(s.cfg.AckDelay), true
 }
+
+// heldAckInterval is how long a receiver holding messages behind a gap
+// waits after its last datagram before acknowledging again although
+// nothing arrived. A reference sender that has resent 3 messages without
+// hearing from us sends nothing old until a datagram from us arrives
+// (avaraline/Avara aaa5e63, src/net/CUDPConnection.cpp:
+// CUDPConnection::FindBestPacket skips messages sent before while
+// numResendsWithoutReceive is MAX_RESENDS_WITHOUT_RECEIVE, and only
+// CUDPConnection::ValidatePackets, run for every datagram read from the
+// peer, resets it), so the missing message would never come again. The
+// interval is the one at which a reference receiver itself acknowledges
+// (kAckRetransmitBase, 41 ms, plus its retransmit time after its last
+// datagram, CUDPConnection::GetOutPacket): AckDelay plus our retransmit
+// time, 73 ms to 4.041 s with the defaults, so at most one small
+// datagram per retransmit time while the gap lasts, and a resend held
+// back by the peer's throttle goes out within about a retransmit time.
+func (s *Session) heldAckInterval() time.Duration { return s.cfg.AckDelay + s.rto() }
 
 // endAt returns when the session fails by itself: the handshake timeout,
 // the dead timeout of the oldest unacknowledged message, the idle
@@ -196,6 +222,15 @@ func (s *Session) end() (at time.Time, ok bool, err error) {
 	}
 	if s.state == engine.StateClosing {
 		consider(s.closeAt.Add(s.cfg.Linger), s.lingerError())
+		if s.cfg.ReferencePeer && len(s.flight) == 1 && s.queue.Len() == 0 && len(s.ctl) == 0 {
+			// The Logout alone is unacknowledged (it waited for all
+			// else, see Close): a reference peer, which never
+			// acknowledges it, has gone once it went out logoutSends
+			// times.
+			if m := s.flight[0]; m.params.Command == CommandLogout && m.sendCount >= logoutSends {
+				consider(m.nextSend, nil)
+			}
+		}
 	}
 	return at, ok, err
 }
