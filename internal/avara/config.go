@@ -117,6 +117,12 @@ type Config struct {
 	//     that wraps at 32, so any map can make it drop, unsent and for
 	//     good, its messages 64 serials beyond a held one; the ack field
 	//     alone is sent and the peer's timers resend what it holds;
+	//   - after a message arrives, the acknowledgement goes out in 3
+	//     datagrams, AckDelay plus the retransmit time apart (fewer when
+	//     datagrams go out anyway): a reference sender that has resent 3
+	//     times without hearing from us resends nothing more, so a lost
+	//     last acknowledgement would leave its messages unacknowledged
+	//     until its 120 s dead timeout;
 	//   - Close: the Logout waits until everything before it is
 	//     acknowledged, and the session ends a retransmit time after the
 	//     Logout's second transmission instead of waiting out Linger for

@@ -43,7 +43,10 @@
 //     plus the retransmit time after the last datagram even if nothing
 //     arrived: a reference sender that resent 3 times without hearing
 //     from us resends nothing until a datagram from us arrives (§3.4),
-//     and would otherwise never send the missing message again.
+//     and would otherwise never send the missing message again. With
+//     Config.ReferencePeer the acknowledgement of the last message that
+//     arrived also goes out in 3 datagrams at that interval, so that
+//     the reference hears from us unless all 3 are lost.
 //     The AckMap is sent only while messages are held, only with bits
 //     0..31, only while every held serial lies within 64 of the base
 //     (past that the reference sender would alias bits, §4.1: the ack

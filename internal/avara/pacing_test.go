@@ -129,6 +129,40 @@ func TestHeldAck(t *testing.T) {
 	require.True(t, s.Deadline().IsZero(), "nothing held, nothing due")
 }
 
+// TestAckRepeats: with ReferencePeer, after a message arrives the
+// acknowledgement goes out 3 times, AckDelay plus the retransmit time
+// apart, even with nothing held: a reference sender whose resends or our
+// acknowledgement of them were lost resends nothing until it hears from
+// us. Another message starts the count again. Without ReferencePeer the
+// acknowledgement goes once.
+func TestAckRepeats(t *testing.T) {
+	for _, ref := range []bool{false, true} {
+		s := openServer(t, Config{ReferencePeer: ref})
+		buf := make([]byte, MaxDatagram)
+		require.NotZero(t, s.Poll(t0, buf))
+		require.NoError(t, s.HandleDatagram(t0, clientControl(2)))
+		at := t0.Add(DefaultAckDelay)
+		require.Equal(t, at, s.Deadline())
+		require.Equal(t, "0200", body(t, poll(t, s, at)))
+		if !ref {
+			require.True(t, s.Deadline().IsZero())
+			continue
+		}
+		for range ackRepeats - 1 {
+			at = at.Add(DefaultAckDelay + initialRetransmit)
+			require.Equal(t, at, s.Deadline())
+			require.Equal(t, "0200", body(t, poll(t, s, at)))
+		}
+		require.True(t, s.Deadline().IsZero(), "no more than 3")
+		require.NoError(t, s.HandleDatagram(at, clientControl(2))) // a duplicate
+		require.Equal(t, at.Add(DefaultAckDelay), s.Deadline())
+		for range ackRepeats {
+			require.Equal(t, "0200", body(t, poll(t, s, s.Deadline())))
+		}
+		require.True(t, s.Deadline().IsZero())
+	}
+}
+
 // TestLogoutUnacknowledged: with ReferencePeer the Logout waits until
 // everything before it is acknowledged, then goes out, once more a
 // retransmit time later, and the session ends without error a retransmit

@@ -211,6 +211,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 	if !s.owe {
 		s.owe, s.oweSince = true, now
 	}
+	s.acksSent = 0
 	if s.cfg.KeepAlive > 0 && m.Command == CommandPing && m.P3 == 0 {
 		s.oweSince = now.Add(-s.cfg.AckDelay) // a keepalive: answered at once
 	}

@@ -34,8 +34,9 @@ const packSize = 64
 // Config.ReferencePeer, as the reference's byte quota and its 16
 // outstanding messages allow. A pure acknowledgement goes out
 // Config.AckDelay after something arrived when nothing else did, and
-// again every AckDelay plus the retransmit time after the last datagram
-// while messages are held behind a gap (heldAckInterval).
+// again AckDelay plus the retransmit time after the last datagram while
+// messages are held behind a gap or, with Config.ReferencePeer, until 3
+// datagrams went out after the last message arrived (ackDue).
 func (s *Session) Poll(now time.Time, buf []byte) int {
 	if s.state == engine.StateClosed {
 		return 0
@@ -217,6 +218,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 	s.pay(len(b))
 	s.owe = false
 	s.lastSent = now
+	s.acksSent = min(s.acksSent+1, ackRepeats)
 	return len(b)
 }
 

@@ -51,6 +51,10 @@ const (
 	// Config.ReferencePeer sends its Logout without an acknowledgement
 	// before it ends (see Close).
 	logoutSends = 2
+	// ackRepeats is how many datagrams a session with
+	// Config.ReferencePeer sends, heldAckInterval apart, after a message
+	// arrived (see ackDue).
+	ackRepeats = 3
 )
 
 // outMsg is one message to send: accepted by Send, or a transport message.
@@ -121,6 +125,7 @@ type Session struct {
 	nHeld     int
 	owe       bool      // something arrived since our last datagram
 	oweSince  time.Time // when it first did
+	acksSent  int       // datagrams sent since a message last arrived, up to ackRepeats
 	loggedOut bool      // the peer's Logout was processed: ack it, then end
 	recv      engine.FIFO[engine.Message]
 	recvShut  bool

@@ -155,12 +155,19 @@ func (s *Session) dueAt() (time.Time, bool) {
 }
 
 // ackDue returns when a pure acknowledgement is due: AckDelay after
-// something arrived, at once when the peer logged out; and while messages
-// are held behind a gap, AckDelay plus the retransmit time after the last
-// datagram sent even if nothing arrived (see heldAckInterval).
+// something arrived, at once when the peer logged out; and, even if
+// nothing arrived, heldAckInterval after the last datagram sent while
+// messages are held behind a gap or, with Config.ReferencePeer, while
+// fewer than ackRepeats datagrams went out since a message last arrived.
+// A reference sender whose last resends, or our acknowledgement of them,
+// were lost waits for a datagram from us before it resends anything (see
+// heldAckInterval): with a gap the missing message never comes; without
+// one, its messages stay unacknowledged until its 120 s dead timeout
+// ends the connection. The repeats make that need every one of
+// ackRepeats datagrams lost.
 func (s *Session) ackDue() (time.Time, bool) {
 	switch {
-	case !s.owe && s.nHeld > 0:
+	case !s.owe && (s.nHeld > 0 || s.cfg.ReferencePeer && s.acksSent < ackRepeats):
 		return s.lastSent.Add(s.heldAckInterval()), true
 	case !s.owe:
 		return time.Time{}, false
