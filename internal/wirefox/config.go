@@ -61,8 +61,10 @@ const (
 	DefaultLinger = 5 * time.Second
 	// DefaultMaxQueued bounds the messages pending.
 	DefaultMaxQueued = 1024
-	// DefaultMaxRecvBuffer bounds the bytes held for reassembly and
-	// ordering: two messages of the largest size.
+	// DefaultMaxRecvBuffer bounds the memory held for reassembly and
+	// ordering (see Config.MaxRecvBuffer): 32 MiB, room for the small
+	// tails of tens of thousands of messages the reference sends ahead of
+	// their first segments.
 	DefaultMaxRecvBuffer = 2 * MaxMessage
 	// HandshakeInterval and HandshakeAttempts are the reference's
 	// handshake resend timing (docs/protocols/wirefox.md §3.2).
@@ -121,11 +123,17 @@ type Config struct {
 	// MaxQueued bounds the messages accepted by Send and not yet
 	// acknowledged (engine.ErrQueueFull); default DefaultMaxQueued.
 	MaxQueued int
-	// MaxRecvBuffer bounds the bytes held for reassembly and for ORDERED
-	// channels waiting for a gap; default DefaultMaxRecvBuffer, at least
-	// MaxMessage. A packet that would go beyond is refused
-	// unacknowledged (the peer resends it) unless it is of the next
-	// message of its channel.
+	// MaxRecvBuffer bounds the memory held for reassembly and for ORDERED
+	// channels waiting for a gap, in bytes, each entry counted at its
+	// footprint: 512 per message being reassembled, 64 per segment and
+	// per ORDERED message held, plus the capacity of its bytes (empty
+	// ones included). Default DefaultMaxRecvBuffer, or the footprint of a
+	// message of MaxMessage bytes if larger, and at least that. A packet
+	// that would go beyond is refused: not acknowledged, counted in
+	// Stats.Refused, the first of a run logged at Debug; the peer sends it
+	// again (the reference gives up after 6 sends). The next message of an
+	// ORDERED channel may go beyond by the footprint of one message of
+	// MaxMessage bytes, so that its channel always moves.
 	MaxRecvBuffer int
 	// SendLimit is how many times a reliable packet is sent before the
 	// session fails with engine.ErrRetransmitLimit: DefaultSendLimit (6,
@@ -190,7 +198,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxDatagram = cmp.Or(c.MaxDatagram, MTU)
 	c.MaxMessage = cmp.Or(c.MaxMessage, MaxMessage)
 	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
-	c.MaxRecvBuffer = cmp.Or(c.MaxRecvBuffer, max(DefaultMaxRecvBuffer, c.MaxMessage))
+	c.MaxRecvBuffer = cmp.Or(c.MaxRecvBuffer, max(DefaultMaxRecvBuffer, msgCost(c.MaxMessage)))
 	c.SendLimit = cmp.Or(c.SendLimit, DefaultSendLimit)
 	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
@@ -204,7 +212,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MTU)
 	case c.MaxMessage < 1 || c.MaxMessage > MaxMessage:
 		return c, fmt.Errorf("%w: MaxMessage %d outside 1..%d", errConfig, c.MaxMessage, MaxMessage)
-	case c.MaxQueued < 0 || c.MaxRecvBuffer < c.MaxMessage:
+	case c.MaxQueued < 0 || c.MaxRecvBuffer < msgCost(c.MaxMessage):
 		return c, fmt.Errorf("%w: MaxQueued %d, MaxRecvBuffer %d", errConfig, c.MaxQueued, c.MaxRecvBuffer)
 	case (c.Identity != nil || c.ServerKey != nil) && !c.Encrypt,
 		c.Identity != nil && c.Client, c.ServerKey != nil && !c.Client:

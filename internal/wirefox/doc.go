@@ -111,10 +111,12 @@
 // waiting for Recv: 4096; then, as with SetRecvOpen(false), a datagram
 // with new packets is not acknowledged and its new packets are dropped
 // (Stats.Refused), so the peer sends them again. Reassembly and ORDERED
-// messages held behind a gap: Config.MaxRecvBuffer bytes (32 MiB) and
-// 1024 messages being reassembled; a packet beyond is refused in the same
-// way unless it belongs to the next message of its ORDERED channel. A
-// message longer than Config.MaxMessage is taken and dropped
-// (Stats.TooLarge). Owed ACKs: 4096, NAKs: 1024; beyond, an ID is
+// messages held behind a gap: Config.MaxRecvBuffer bytes (32 MiB), every
+// message, segment and held message counted at its footprint (see
+// recvmem.go); a packet beyond is refused in the same way (the first of
+// a run logged at Debug) unless it belongs to the next message of its
+// ORDERED channel, which may exceed the bound by one largest message's
+// footprint. A message longer than Config.MaxMessage is taken and
+// dropped (Stats.TooLarge). Owed ACKs: 4096, NAKs: 1024; beyond, an ID is
 // dropped and the peer's timeout covers it.
 package wirefox

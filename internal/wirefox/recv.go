@@ -158,7 +158,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	if s.refusing() {
 		for i := range pkts {
 			if !s.pktHist.has(pkts[i].ID) {
-				s.stats.Refused++
+				s.refusePacket("receive queue full or closed")
 				refused = true
 			}
 		}
@@ -292,7 +292,7 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 	if p.Split() {
 		refused = s.reassemble(p)
 	} else if cmd := p.Body[0]; cmd >= CmdUser {
-		refused = s.deliver(p.Channel, p.Seq, p.Options, append([]byte(nil), p.Body...))
+		refused = s.deliver(p.Channel, p.Seq, p.Options, append([]byte(nil), p.Body...), true)
 	} else if cmd == CmdPong {
 		s.pongIn = true
 	} else if cmd == CmdDisconnectRequest {
@@ -304,6 +304,7 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 	// Other internal commands (RPC_SIGNAL, keepalives) are dropped.
 	if !refused {
 		s.pktHist.add(p.ID)
+		s.refusedRun = false
 	}
 	return refused
 }
@@ -320,132 +321,6 @@ func (s *Session) takeClose() {
 	if s.pending > 0 {
 		s.failAfter = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
 	}
-}
-
-// reassemble takes a segment (§3.6) and reports whether it was refused:
-// the buffered bytes would pass Config.MaxRecvBuffer (unless the message
-// is the next one of an ORDERED channel), or maxReassembly messages are
-// being reassembled.
-func (s *Session) reassemble(p *Packet) bool {
-	r := s.reasm[p.Container]
-	next := s.mode(p.Channel) == Ordered && p.Seq == s.chans[p.Channel].rxNext
-	if r == nil {
-		if len(s.reasm) >= maxReassembly && !next {
-			return true
-		}
-		r = &reassembly{ch: p.Channel, seq: p.Seq, opts: p.Options, segs: make(map[uint32]Packet), last: -1}
-		if s.reasm == nil {
-			s.reasm = make(map[uint32]*reassembly) // freed by Trim
-		}
-		s.reasm[p.Container] = r
-	}
-	if _, dup := r.segs[p.Index]; dup {
-		return false
-	}
-	end := int64(p.Offset) + int64(len(p.Body))
-	if end > int64(s.cfg.MaxMessage) || r.bytes < 0 {
-		r.bytes = -1 // too large: the segments are taken and dropped
-	} else if s.buffered+len(p.Body) > s.cfg.MaxRecvBuffer && !next {
-		if len(r.segs) == 0 {
-			delete(s.reasm, p.Container)
-		}
-		return true
-	}
-	q := *p
-	if r.bytes >= 0 {
-		q.Body = append([]byte(nil), p.Body...)
-		r.bytes += len(q.Body)
-		s.buffered += len(q.Body)
-	} else {
-		q.Body = nil
-	}
-	r.segs[p.Index] = q
-	if p.Flags&PacketSEG == 0 {
-		r.last = int(p.Index)
-	}
-	if r.last < 0 || len(r.segs) != r.last+1 {
-		return false
-	}
-	delete(s.reasm, p.Container)
-	s.buffered -= max(r.bytes, 0)
-	blob := r.assemble()
-	if r.bytes < 0 {
-		s.stats.TooLarge++
-	}
-	if len(blob) == 0 || blob[0] < CmdUser {
-		blob = nil // dropped, but its sequence is passed
-	}
-	s.deliver(r.ch, r.seq, r.opts, blob)
-	return false
-}
-
-// assemble returns the message, or nil when it was too large or its
-// segments do not tile it.
-func (r *reassembly) assemble() []byte {
-	if r.bytes <= 0 {
-		return nil
-	}
-	last := r.segs[uint32(r.last)]
-	size := int(last.Offset) + len(last.Body)
-	if size != r.bytes {
-		return nil
-	}
-	blob := make([]byte, size)
-	for _, q := range r.segs {
-		if int(q.Offset)+len(q.Body) > size {
-			return nil
-		}
-		copy(blob[q.Offset:], q.Body)
-	}
-	return blob
-}
-
-// deliver hands a message of channel ch with sequence seq to Recv as its
-// channel's mode says (§3.5); nil data passes the sequence without
-// delivering. It reports whether the message was refused: an ORDERED
-// message ahead of a gap that MaxRecvBuffer cannot hold.
-func (s *Session) deliver(ch uint8, seq uint32, opts byte, data []byte) bool {
-	c := &s.chans[ch]
-	switch s.mode(ch) {
-	case Sequenced:
-		if int32(seq-c.rxNext) < 0 {
-			return false // older than the newest delivered
-		}
-		c.rxNext = seq + 1
-	case Ordered:
-		switch d := int32(seq - c.rxNext); {
-		case d > 0:
-			if s.buffered+len(data) > s.cfg.MaxRecvBuffer {
-				return true
-			}
-			if c.held == nil {
-				c.held = make(map[uint32]heldMsg)
-			}
-			c.held[seq] = heldMsg{data, opts}
-			s.buffered += len(data)
-			return false
-		case d == 0:
-			s.push(ch, opts, data)
-			for c.rxNext++; ; c.rxNext++ {
-				next, ok := c.held[c.rxNext]
-				if !ok {
-					break
-				}
-				delete(c.held, c.rxNext)
-				s.buffered -= len(next.data)
-				s.push(ch, next.opts, next.data)
-			}
-			return false
-		}
-	}
-	s.push(ch, opts, data)
-	return false
-}
-
-// heldMsg is an ORDERED message waiting for a gap to be filled.
-type heldMsg struct {
-	data []byte
-	opts byte
 }
 
 // push queues a message for Recv.

@@ -50,8 +50,6 @@ const (
 	// maxRecvQueue bounds the messages waiting for Recv; beyond it new
 	// packets are refused as with SetRecvOpen(false).
 	maxRecvQueue = 4096
-	// maxReassembly bounds the messages being reassembled at once.
-	maxReassembly = 1024
 	// packetWindow bounds the packet IDs between the oldest
 	// unacknowledged and the next: half the receiver's history.
 	packetWindow = historySize / 2
@@ -177,7 +175,7 @@ type Session struct {
 	// Receiving.
 	dgHist, pktHist history
 	reasm           map[uint32]*reassembly
-	buffered        int // footprint of reassembly and held ORDERED messages (see held.go)
+	buffered        int // footprint of reassembly and held ORDERED messages (see recvmem.go)
 	recv            engine.FIFO[engine.Message]
 	pkts            []Packet // scratch
 	dg              Datagram // scratch
@@ -195,17 +193,6 @@ type channel struct {
 	txSeq   uint32               // next sequence to send
 	rxNext  uint32               // ORDERED / SEQUENCED: next sequence expected
 	listed  bool                 // in Session.active
-}
-
-// reassembly is a fragmented message being put together
-// (docs/protocols/wirefox.md §3.6).
-type reassembly struct {
-	ch    uint8
-	seq   uint32
-	opts  byte
-	segs  map[uint32]Packet // by index; bodies copied
-	last  int               // index of the last segment, -1 until it arrives
-	bytes int
 }
 
 // New returns a session created at now in StateHandshake: a client's

@@ -61,14 +61,21 @@ func checkInvariants(t *testing.T, s *Session) {
 	held := 0
 	for _, c := range s.chans {
 		for _, m := range c.held {
-			held += len(m.data)
+			held += heldCost + cap(m.data)
 		}
 	}
 	for _, r := range s.reasm {
-		held += max(r.bytes, 0)
+		cost := reasmCost
+		for _, q := range r.segs {
+			cost += segCost + cap(q.body)
+		}
+		if cost != r.cost {
+			t.Fatalf("reassembly counts %d, holds %d", r.cost, cost)
+		}
+		held += cost
 	}
-	if held != s.buffered {
-		t.Fatalf("buffered %d, held %d", s.buffered, held)
+	if held != s.buffered || held > s.cfg.MaxRecvBuffer+msgCost(s.cfg.MaxMessage) {
+		t.Fatalf("buffered %d, held %d, bound %d", s.buffered, held, s.cfg.MaxRecvBuffer)
 	}
 	if len(s.owedAcks) > maxOwedAcks || len(s.owedNaks) > maxOwedNaks {
 		t.Fatalf("owed %d acks %d naks", len(s.owedAcks), len(s.owedNaks))
