@@ -197,16 +197,17 @@ type Config struct {
 	// receiving goroutine and must not block.
 	AcceptCircuit func(Circuit) bool
 
-	// ResendLimit is how many times an LLUDP message conn resends an
-	// unacknowledged reliable message, or a Wirefox message conn sends a
-	// packet, before the conn fails with ErrRetransmitLimit. Zero means
-	// the protocol's own limit, which its reference peers apply to us
-	// too: 3 resends for LLUDP (the Second Life viewer's), 6 sends for
-	// Wirefox (the reference's), so a peer that has stopped acknowledging
-	// anything ends the conn within seconds rather than at IdleTimeout.
-	// Negative means no limit (a dead peer then ends in ErrIdleTimeout).
-	// Streams resend without limit unless it is positive (LLUDP) and end
-	// a dead peer at IdleTimeout.
+	// ResendLimit is how many times an LLUDP conn resends an
+	// unacknowledged reliable message (the Second Life viewer uses 3), or
+	// a Wirefox message conn sends a packet, before the conn fails with
+	// ErrRetransmitLimit. For LLUDP, zero or negative means no limit: a
+	// dead peer ends in ErrIdleTimeout, and a rudp peer that refuses
+	// messages while its reader lags (Config.MaxRecvBuffer) is not given
+	// up on. For Wirefox message conns, zero means the reference's own
+	// limit, 6 sends, which the reference applies to us too: a peer that
+	// has stopped acknowledging ends the conn within seconds rather than
+	// at IdleTimeout; negative means no limit. Wirefox streams resend
+	// without limit and end a dead peer at IdleTimeout.
 	ResendLimit int
 
 	// AvaraPassword is the password of an Avara server: a client sends it

@@ -59,8 +59,8 @@ var (
 	ErrPeerClosed = engine.ErrPeerClosed
 	// ErrRetransmitLimit: the peer acknowledged nothing of what was sent
 	// within the protocol's limit: an LLUDP message was resent
-	// Config.ResendLimit times (3 by default), a Wirefox packet sent as
-	// many times (6 by default), or an Avara message waited 120 s (a
+	// Config.ResendLimit times, a Wirefox packet sent as many times (6 by
+	// default on message conns), or an Avara message waited 120 s (a
 	// stream: Config.IdleTimeout) while nothing was acknowledged.
 	ErrRetransmitLimit = engine.ErrRetransmitLimit
 	// ErrLingerTimeout: Close could not deliver everything Write accepted

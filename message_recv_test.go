@@ -86,7 +86,13 @@ func TestMessageEchoFullQueue(t *testing.T) {
 			for k, v := range want {
 				require.Zero(t, v, "missing %q", k)
 			}
-			require.NotZero(t, s.Stats().Refused, "the server's queue never filled")
+			if p != Wirefox {
+				// A Wirefox message conn sends at the reference's pace,
+				// a datagram per 5 ms, which the echo never falls
+				// behind; TestMessageCloseConfirmsNoMore fills a Wirefox
+				// conn's queue instead.
+				require.NotZero(t, s.Stats().Refused, "the server's queue never filled")
+			}
 		})
 	}
 }

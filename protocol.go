@@ -306,8 +306,8 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			}
 			circuit.Code = code
 		}
-		limit := c.ResendLimit // message conns: 0 is the viewer's 3
-		if limit < 0 || stream && limit == 0 {
+		limit := c.ResendLimit
+		if limit <= 0 {
 			limit = -1 // unlimited: IdleTimeout ends a dead circuit
 		}
 		var rtoMin time.Duration // message conns: the viewer's resend timing

@@ -56,10 +56,12 @@ func (c *Config) validateWirefox() error {
 	return nil
 }
 
-// newWirefox builds a Wirefox engine. Message conns send a packet up to
-// Config.ResendLimit times, the reference's 6 when it is 0 (as the
-// reference does: a peer that acknowledges nothing is given up within
-// seconds), and do not challenge; streams, between rudp peers, resend
+// newWirefox builds a Wirefox engine. Message conns, which may talk to
+// the reference, send at the reference's own pace (wirefox.Config's
+// ReferencePacing: a datagram per 5 ms cycle within its congestion
+// window), send a packet up to Config.ResendLimit times, the reference's
+// 6 when it is 0 (as the reference does: a peer that acknowledges
+// nothing is given up within seconds), and do not challenge; streams, between rudp peers, resend
 // without limit (IdleTimeout ends a dead peer) and challenge a close or
 // restart announced from the peer's address.
 func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool) (engine.Engine, error) {
@@ -77,6 +79,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		Linger:           c.Linger,
 		Congestion:       congestion.Algorithm(c.Congestion),
 		Logger:           log,
+		ReferencePacing:  !stream,
 	}
 	if c.WirefoxEncrypt {
 		cfg.Encrypt = true
