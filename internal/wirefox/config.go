@@ -51,8 +51,8 @@ const (
 	// DefaultSendLimit is the reference's number of sends of a reliable
 	// packet (docs/protocols/wirefox.md §3.4).
 	DefaultSendLimit = 6
-	// DefaultKeepAlive is how long the session may go without sending
-	// before it sends a keepalive packet.
+	// DefaultKeepAlive is how long the session may go without hearing
+	// from the peer before it sends a keepalive datagram.
 	DefaultKeepAlive = 5 * time.Second
 	// DefaultIdleTimeout ends a session without any datagram from the
 	// peer for that long.
@@ -141,10 +141,12 @@ type Config struct {
 	// dead session).
 	SendLimit int
 	// KeepAlive: after this long without a datagram from the peer (and
-	// at most once per KeepAlive) the session sends a keepalive, an
-	// unreliable packet of the unused command PONG (1) on channel 0, sent
-	// once, whose datagram the peer acknowledges; a session with a
-	// KeepAlive acknowledges a keepalive at once rather than after 10 ms.
+	// at most once per KeepAlive) the session sends a keepalive, a data
+	// datagram (DAT|LNK) that carries no packet, only two zero bytes of
+	// data section, sent once; the peer acknowledges it as any data
+	// datagram: the reference (its parser reads no packet from fewer than
+	// 7 bytes, docs/protocols/wirefox.md §3.3) and this package, which
+	// with a KeepAlive acknowledges it at once rather than after 10 ms.
 	// Default DefaultKeepAlive, negative for none.
 	KeepAlive time.Duration
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this

@@ -81,10 +81,13 @@
 //     are not delivered (DISCONNECT_REQUEST closes, the others are
 //     dropped).
 //   - Keepalive and idle timeout: the reference has neither (§3.7). After
-//     Config.KeepAlive without hearing from the peer, the session sends an unreliable
-//     packet of the unused command PONG (1) on channel 0, sent once: to
-//     the reference an internal command it drops, in a data datagram
-//     whose ACK it sends (§3.3), so that a silent peer still answers.
+//     Config.KeepAlive without hearing from the peer, the session sends a
+//     data datagram without packets (its data section two zero bytes),
+//     sent once, whose ACK the reference sends (§3.3) without taking any
+//     packet from it, so that a silent peer still answers. (A PONG packet,
+//     command 1, would trip the reference's assertion on an unexpected
+//     system packet, Peer::OnSystemPacket; a data section shorter than 2
+//     bytes makes it drop the connection, DatagramHeader::Deserialize.)
 //     Config.IdleTimeout ends the session with engine.ErrIdleTimeout.
 //   - Close: Close sends the pending messages, then a reliable
 //     DISCONNECT_REQUEST, and closes on DISCONNECT_ACK or after
@@ -96,7 +99,8 @@
 //   - Challenges (Config.Challenge, for peers running this package): an
 //     established session takes neither a DISCONNECT_REQUEST nor a new
 //     client's INITIAL_CLIENT from the peer's address at once; it sends a
-//     probe, a reliable PONG, and if the live peer acknowledges it within two timeouts
+//     probe, a reliable PONG (only between peers running this package: the
+//     reference asserts on it), and if the live peer acknowledges it within two timeouts
 //     (at least engine.ChallengeMin) the announcement was spoofed
 //     (Stats.SpoofsRefused). Otherwise the next copy is taken: the close,
 //     or the restart, which ends the session with engine.ErrPeerRestarted

@@ -349,7 +349,11 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 }
 
 // probe sends a reliable PONG on channel 0 now, whose packet ID is
-// s.nextPkt at the time of the call.
+// s.nextPkt at the time of the call: its acknowledgement, by packet ID,
+// answers the challenge. Only Config.Challenge sends it, between peers
+// running this package; the reference would assert on it
+// (Peer::OnSystemPacket), and the keepalive, which carries no packet ID,
+// cannot stand in for it.
 func (s *Session) probe() {
 	m := &outMsg{blob: []byte{CmdPong}, opts: OptReliable, internal: true, nseg: 1, next: 1, unacked: 1}
 	p := &outPkt{msg: m, id: s.nextPkt}

@@ -11,7 +11,7 @@ import (
 // §1.4).
 const (
 	CmdPing              = 0
-	CmdPong              = 1 // unused by the reference; this package's keepalive
+	CmdPong              = 1 // unused by the reference; this package's challenge probe (rudp peers only)
 	CmdConnectAttempt    = 2
 	CmdDisconnectRequest = 3
 	CmdDisconnectAck     = 4

@@ -99,7 +99,11 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		return errEarlyLNK
 	}
 	pkts := s.pkts[:0]
-	for rest := d.Data; len(rest) > 0; {
+	// Fewer than minPacket bytes left hold no packet: the reference's
+	// parser stops there too (PacketHeader::Deserialize,
+	// source/PacketHeader.cpp), and the keepalive carries 2 (see
+	// writeKeepAlive).
+	for rest := d.Data; len(rest) >= minPacket; {
 		var p Packet
 		n, err := ParsePacket(rest, &p)
 		if err != nil {
@@ -174,11 +178,10 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	s.dgHist.add(d.ID)
 	if d.Flags&FlagDAT != 0 && len(s.owedAcks) < maxOwedAcks {
 		s.owe(&s.owedAcks, d.ID)
-		if s.pongIn && s.cfg.KeepAlive > 0 {
+		if len(pkts) == 0 && s.cfg.KeepAlive > 0 {
 			s.owedSince = s.now.Add(-ackDelay) // a keepalive: answered at once
 		}
 	}
-	s.pongIn = false
 	return nil
 }
 
@@ -293,15 +296,13 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 		refused = s.reassemble(p)
 	} else if cmd := p.Body[0]; cmd >= CmdUser {
 		refused = s.deliver(p.Channel, p.Seq, p.Options, append([]byte(nil), p.Body...), true)
-	} else if cmd == CmdPong {
-		s.pongIn = true
 	} else if cmd == CmdDisconnectRequest {
 		if !s.challenged(now, engine.ChallengeClose) {
 			return true // the peer sends it again; taken once the challenge runs out
 		}
 		s.takeClose()
 	}
-	// Other internal commands (RPC_SIGNAL, keepalives) are dropped.
+	// Other internal commands (RPC_SIGNAL, the probe's PONG) are dropped.
 	if !refused {
 		s.pktHist.add(p.ID)
 		s.refusedRun = false

@@ -183,3 +183,16 @@ func (x *refSim) logf() {
 	x.t.Logf("virtual %v, %d steps; session: peak %d messages reassembled, %d bytes held, burst %d, %+v; model: overflow %d, sends %d, sequences %d apart in a datagram",
 		x.now.Sub(t0), x.steps, x.peakReasm, x.peakBuffered, x.maxBurst, x.s.Stats(), x.m.overflow, x.m.maxSends, x.m.farAhead)
 }
+
+// TestReferenceKeepAlive: idle for 40 s after a transfer, the session's
+// keepalives reach the reference model, which takes them without
+// asserting and acknowledges them, so that the session (IdleTimeout 30 s)
+// stays established.
+func TestReferenceKeepAlive(t *testing.T) {
+	x := newRefSim(t, Config{ReferencePacing: true}, 5*ms, 0, 4)
+	x.flows(10, 8, 3000, 4, time.Minute)
+	sent, end := x.s.Stats().PacketsSent, x.now.Add(40*time.Second)
+	x.run(time.Minute, func() bool { return !x.now.Before(end) })
+	require.Equal(t, engine.StateEstablished, x.s.State())
+	require.InDelta(t, 8, x.s.Stats().PacketsSent-sent, 1, "a keepalive every 5 s")
+}

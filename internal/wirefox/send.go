@@ -54,7 +54,29 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if at, ok := s.ackDue(); ok && !now.Before(at) {
 		return s.sent(now, s.seal(buf, s.sendAcks(s.plainBuf(buf, seal)), seal), id)
 	}
-	return s.sent(now, s.seal(buf, s.sendData(now, s.plainBuf(buf, seal)), seal), id)
+	n := s.sendData(now, s.plainBuf(buf, seal))
+	if n == 0 && s.kaDue && s.state != engine.StateClosed {
+		n = s.writeKeepAlive(s.plainBuf(buf, seal))
+	}
+	return s.sent(now, s.seal(buf, n, seal), id)
+}
+
+// minPacket is the shortest packet: its header without a channel
+// sequence.
+const minPacket = 7
+
+// writeKeepAlive writes the keepalive (see Config.KeepAlive): a data
+// datagram (DAT|LNK) without packets, its data section two zero bytes,
+// fewer than minPacket. The reference acknowledges it as any data
+// datagram (CongestionControl::NotifyReceivedDatagram) and reads no
+// packet from it; without the two bytes it would drop the connection:
+// DatagramHeader::Deserialize (source/DatagramHeader.cpp) wants 4 bytes
+// left before it reads the 2-byte data length.
+func (s *Session) writeKeepAlive(buf []byte) int {
+	s.kaDue = false
+	d := Datagram{Flags: FlagDAT | FlagLNK, ID: s.nextDgram, DataLen: 2, Data: []byte{0, 0}}
+	s.nextDgram++
+	return len(AppendDatagram(buf[:0], &d))
 }
 
 // plainBuf is where a datagram's plaintext is built in buf: after the
@@ -177,8 +199,8 @@ func (s *Session) timers(now time.Time) {
 		s.queue(m)
 	}
 	if at, ok := s.keepAliveAt(); ok && !now.Before(at) {
-		s.queue(&outMsg{blob: []byte{CmdPong}, internal: true}) // unreliable: sent once
-		s.lastPong = now
+		s.kaDue = true
+		s.lastKA = now
 	}
 }
 
@@ -190,7 +212,7 @@ func (s *Session) keepAliveAt() (time.Time, bool) {
 	if s.state != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastPong)
+	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastKA)
 }
 
 // timeoutAt is when packet p, in flight, is resent by timeout: the
@@ -426,6 +448,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 	if len(b) == hdr {
 		return 0
 	}
+	s.kaDue = false // the peer acknowledges this datagram as well
 	b[0] = FlagDAT | FlagLNK
 	binary.BigEndian.PutUint32(b[1:], id)
 	binary.BigEndian.PutUint16(b[5:], uint16(len(b)-hdr))

@@ -116,7 +116,7 @@ type Session struct {
 	// class (TestSessionSize).
 	phase      phase
 	authWant   uint8 // the AUTH_MSG state expected from the peer
-	pongIn     bool  // the datagram being taken is a keepalive
+	kaDue      bool  // a keepalive is due
 	discSent   bool  // DISCONNECT_REQUEST queued
 	gotFirst   bool  // a connected datagram arrived
 	recvShut   bool  // SetRecvOpen(false)
@@ -133,7 +133,7 @@ type Session struct {
 	failAfter   error    // set: fail once the out-of-band blobs are out
 	lastSend    time.Time
 	lastRecv    time.Time
-	lastPong    time.Time // when the last keepalive was queued
+	lastKA      time.Time // when the last keepalive was due
 	closeAt     time.Time
 	peerCloseAt time.Time // the peer's DISCONNECT_REQUEST waits for our last ACKs until then
 

@@ -59,6 +59,7 @@ func (s *Session) Deadline() time.Time {
 		earliest(s.cc.LostAt(&s.dgrams[*s.dgOrder.Front()].cc, s.smoothed()))
 	}
 	earliest(s.keepAliveAt())
+	earliest(s.paced(s.now), s.kaDue)
 	return d
 }
 
