@@ -1,6 +1,7 @@
 package porous
 
 import (
+	"bytes"
 	"math/bits"
 	"slices"
 	"time"
@@ -270,7 +271,8 @@ type rxChannel struct {
 	hi     uint32                              // packet_seq of the newest entry, when n > 0
 	recent bool                                // an entry was added since the last ping (see trim)
 	base   uint32
-	exempt int // bytes on the channel's reserve, in its queue and in Recv's
+	exempt int       // bytes on the channel's reserve, in its queue and in Recv's
+	stuck  time.Time // blocked since, with its base unmoved (see watch); zero if not blocked
 }
 
 // recvCharge is the receive memory held by a packet in Recv's queue.
@@ -643,6 +645,9 @@ func (s *Session) entry(ch uint8, seq uint32, lead uint16) *rxEntry {
 		return e
 	}
 	if e.lead != lead {
+		if s.cfg.ReliablePeer {
+			s.conflict(ch, seq, "another dependent_lead")
+		}
 		return nil
 	}
 	return e
@@ -650,7 +655,7 @@ func (s *Session) entry(ch uint8, seq uint32, lead uint16) *rxEntry {
 
 // onFragment stores a fragment in its packet's entry.
 func (s *Session) onFragment(m *Message) {
-	if !validFragment(m) {
+	if !validFragment(m) || !s.plausible(m) {
 		return
 	}
 	e := s.entry(m.Channel, m.PacketSeq, m.DependentLead)
@@ -670,6 +675,9 @@ func (s *Session) onFragment(m *Message) {
 			e.bits = make([]uint64, (int(e.last)+64)/64)
 		}
 	} else if m.LastFragmentID != e.last {
+		if s.cfg.ReliablePeer {
+			s.conflict(m.Channel, m.PacketSeq, "another fragment count")
+		}
 		return
 	}
 	if e.dud {
@@ -677,6 +685,9 @@ func (s *Session) onFragment(m *Message) {
 	}
 	if e.has(m.FragmentID) {
 		s.stats.Duplicates++
+		if s.cfg.ReliablePeer && !s.sameFragment(e, m) {
+			s.conflict(m.Channel, m.PacketSeq, "other bytes")
+		}
 		return
 	}
 	e.set(m.FragmentID)
@@ -739,6 +750,9 @@ func (s *Session) fresh(m *Message) bool {
 	if int(m.Channel) >= s.cfg.Channels || m.Type == MsgWindowAck || m.Type == MsgFragment && !validFragment(m) {
 		return false
 	}
+	if s.cfg.ReliablePeer && (m.Type == MsgSentinel || !s.plausible(m)) {
+		return false // ignored
+	}
 	c := &s.rxch[m.Channel]
 	if (m.PacketSeq-c.base)&seqMask24 >= ChannelWindow {
 		return false // delivered or skipped already
@@ -759,8 +773,12 @@ func (s *Session) fresh(m *Message) bool {
 	return !e.has(m.FragmentID)
 }
 
-// onSentinel marks its packet's entry as a sentinel.
+// onSentinel marks its packet's entry as a sentinel; a ReliablePeer
+// sends none, so one from its address is ignored.
 func (s *Session) onSentinel(m *Message) {
+	if s.cfg.ReliablePeer {
+		return
+	}
 	if e := s.entry(m.Channel, m.PacketSeq, m.DependentLead); e != nil {
 		if e.sentinel {
 			s.stats.Duplicates++
@@ -791,27 +809,38 @@ func (s *Session) deliverTouched() {
 // more packets ahead; other entries are passed over. Consuming an entry drops
 // every earlier one and moves the base past it. Unlike the reference, the
 // walk goes on after consuming a sentinel or dud (docs/protocols/porous.md §4 bug 2).
+// A ReliablePeer's channel is delivered strictly in order instead
+// (deliverInOrder). Either way the channel's stall clock is kept (watch).
 func (s *Session) deliver(ch uint8) {
+	c := &s.rxch[ch]
+	old := c.base
+	if s.cfg.ReliablePeer {
+		s.deliverInOrder(ch)
+		s.watch(ch, old, c.n > 0)
+		return
+	}
+	s.watch(ch, old, s.walk(ch))
+}
+
+// walk is the delivery of docs/protocols/porous.md §3.6 (see deliver); it reports
+// whether it stopped at a dependency.
+func (s *Session) walk(ch uint8) bool {
 	c := &s.rxch[ch]
 	newest, ok := c.last()
 	if !ok {
-		return
+		return false
 	}
 	newest = (c.base + newest) & seqMask24
 	for off, ok := c.next(0); ok; off, ok = c.next(off + 1) {
 		e := c.get(c.base + off)
 		if e.lead != 0 && uint32(e.lead) <= off {
-			return
+			return true
 		}
 		switch {
 		case e.dud, e.complete() && e.size > s.cfg.MaxPacket:
 			s.tooLarge(ch, e)
 		case e.complete():
-			n := entryCost + cap(e.buf)
-			s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch})
-			s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
-			s.recvBytes += n
-			e.exempt = 0 // the Recv queue holds it now
+			s.handOver(ch, e)
 		case e.sentinel && (newest-e.seq)&seqMask24 >= ChannelWindow-WindowAckSpacing:
 		default:
 			continue
@@ -819,6 +848,27 @@ func (s *Session) deliver(ch uint8) {
 		s.consume(ch, off)
 		off = ^uint32(0) // from the new base
 	}
+	return false
+}
+
+// handOver queues complete packet e of channel ch for Recv, moving its
+// memory charge there.
+func (s *Session) handOver(ch uint8, e *rxEntry) {
+	n := entryCost + cap(e.buf)
+	s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch})
+	s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
+	s.recvBytes += n
+	e.exempt = 0 // the Recv queue holds it now
+}
+
+// sameFragment reports whether fragment m, received before for entry e,
+// has the bytes stored.
+func (s *Session) sameFragment(e *rxEntry, m *Message) bool {
+	lo := int(m.FragmentID) * FragmentSize
+	if m.FragmentID == e.last {
+		return lo+len(m.Data) == e.size && bytes.Equal(e.buf[lo:e.size], m.Data)
+	}
+	return bytes.Equal(e.buf[lo:lo+FragmentSize], m.Data)
 }
 
 // tooLarge accounts for a packet consumed without delivery because it is

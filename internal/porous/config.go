@@ -138,7 +138,10 @@ type Config struct {
 	// decodes, which is more lenient than the reference's PingAck-only
 	// reset (docs/protocols/porous.md §2 row 9). When it runs out the session ends with
 	// engine.ErrIdleTimeout, or engine.ErrHandshakeTimeout while the
-	// handshake is incomplete.
+	// handshake is incomplete. A channel that holds packets it cannot
+	// deliver, its base unmoved, for IdleTimeout also ends the session,
+	// with an error wrapping engine.ErrIdleTimeout and ErrStalled,
+	// whatever else arrives: the packet it waits for is not coming.
 	IdleTimeout time.Duration
 	// HandshakeTimeout, when positive, ends the session with
 	// engine.ErrHandshakeTimeout if it is not connected HandshakeTimeout
@@ -178,6 +181,23 @@ type Config struct {
 	// told they may (see Session.SetMaxFrame): rudp streams, never the
 	// reference.
 	LargeFrames bool
+	// ReliablePeer declares that the peer sends every packet Reliable, as
+	// a rudp stream does: each of its frames is resent until acknowledged,
+	// and each packet of a channel waits for the one before. The session
+	// then takes from the peer only what such a peer can send (see
+	// spoof.go): Data frames less than RxAhead numbers beyond the oldest
+	// one it has not delivered, and each channel's packets strictly in
+	// order, never skipping one; Sentinels, and fragments of packets
+	// larger than MaxPacket, are ignored (the peer's MaxPacket must not
+	// exceed this end's). A blind attacker spoofing the peer's address
+	// then needs about 2^32 / RxAhead datagrams to have one frame taken,
+	// and such a frame can neither skip a packet nor make the peer's
+	// later packets duplicates, except by carrying the very next packet
+	// of a channel; two different copies of one packet end the session
+	// with an error wrapping ErrSpoofed. Leave it off for a peer that may
+	// send Unreliable or Passive packets (the reference): the reference's
+	// windows and skips then apply.
+	ReliablePeer bool
 	// Logger receives debug events: incoming packets dropped for being
 	// larger than MaxPacket, large frames given up (see
 	// Session.SetMaxFrame), and the congestion controller's events. nil

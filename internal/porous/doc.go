@@ -123,7 +123,14 @@
 //     or, with Config.RejectNewPeerSession, refused with
 //     engine.ErrPeerRestarted so that the caller can start afresh.
 //   - Receiving: Data frames are accepted as the reference does (window
-//     [i_b − 32768, i_b + 32768)). A frame is dropped unacknowledged, so
+//     [i_b − 32768, i_b + 32768)), less what the peer cannot have sent
+//     (see spoof.go): a frame numbered like one taken before as the next
+//     after the newest is acknowledged but not applied again, and with
+//     Config.ReliablePeer frames go at most RxAhead past the oldest one
+//     missing and channels are delivered strictly in order; two
+//     different copies of a packet end the session (ErrSpoofed), and so
+//     does a channel waiting for a missing packet for IdleTimeout
+//     (ErrStalled). A frame is dropped unacknowledged, so
 //     that the peer resends it later, when 65536 IDs already wait for a
 //     DataAck or when it would take the receive memory (reassembly queues
 //     and packets delivered but not yet taken by Recv) above the budget,

@@ -183,6 +183,7 @@ func (s *Session) tryConnect() {
 	s.nextSeq = s.peerNonce
 	s.ring.base = s.peerNonce
 	s.ib = s.nonce
+	s.rxf.low = s.nonce
 	s.cc.SetMaxRate(s.now, uint64(min(s.cfg.MaxTxBandwidth, s.peerRx)))
 	s.pingAt = s.now
 	s.lastRx = s.now
@@ -333,10 +334,10 @@ func (s *Session) sendPing() {
 
 // Trim frees what an idle session keeps for traffic: the receive
 // structures of the channels that hold nothing (as each ping does, see
-// trim), the transfer queue's slots and the session's queues when they
-// are empty, the recycled packets and reassembly buffers, the scratch
-// slices, and the congestion controller's model when nothing is in
-// flight. They are allocated again when needed.
+// trim), the history of frames received when it has no gap, the
+// transfer queue's slots and the session's queues when they are empty,
+// the recycled packets and reassembly buffers, the scratch slices, and
+// the congestion controller's model when nothing is in flight. They are allocated again when needed.
 func (s *Session) Trim() {
 	s.trim(true)
 	s.cc.Trim()
@@ -351,6 +352,7 @@ func (s *Session) Trim() {
 	if s.ring.n == 0 {
 		s.ring.slots, s.ring.head = nil, 0
 	}
+	s.rxf.trim(s.ib)
 	s.ctl.Trim()
 	s.timeq.Trim()
 	s.resendq.Trim()

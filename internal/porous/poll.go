@@ -86,6 +86,7 @@ const (
 	tLinger                  // Linger after Close
 	tConnect                 // the next Connect repeat
 	tChallenge               // the end of a challenge (see challenged)
+	tStall                   // a channel blocked for IdleTimeout (stallDue)
 	tLoss                    // the RTO or RACK time of the oldest frame in flight (lossAt)
 	tPing                    // the next Ping
 	tDisconnect              // the next Disconnect repeat
@@ -115,6 +116,9 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 		if s.chal.Running() && !yield(tChallenge, s.chal.Until) {
 			return
 		}
+		if t, ok := s.stallDue(); ok && !yield(tStall, t) {
+			return
+		}
 		if t, ok := s.lossAt(); ok && !yield(tLoss, t) {
 			return
 		}
@@ -141,9 +145,9 @@ func (s *Session) pingDue() time.Time {
 
 // applyTimers fires, in the order timers lists them, the timers due at
 // s.now, and stops once one of them changed the session's state: the
-// handshake timeout, the idle watchdog and Linger end it, a challenge
-// that ran out may take the peer's Disconnect, TIME-WAIT ends in
-// StateClosed; Connect, Ping and Disconnect are queued again, and the
+// handshake timeout, the idle watchdog, a channel's stall and Linger end
+// it, a challenge that ran out may take the peer's Disconnect, TIME-WAIT
+// ends in StateClosed; Connect, Ping and Disconnect are queued again, and the
 // frames whose RTO ran out are declared lost.
 func (s *Session) applyTimers() {
 	st := s.st
@@ -182,6 +186,8 @@ func (s *Session) fire(k timer) {
 		s.connectAt = s.now.Add(ConnectInterval)
 	case tChallenge:
 		s.challengeExpired()
+	case tStall:
+		s.stallCheck()
 	case tLoss:
 		s.detectLosses()
 		s.updateCC(0)
@@ -213,7 +219,8 @@ func (s *Session) writeCtl(buf []byte, c ctlFrame) int {
 // frame is due at once, else the earliest of the pacer's time for the
 // next Data frame and the timers (see timers): the frame timeouts, the
 // Connect, Ping and Disconnect repeats, the handshake timeout, the idle
-// watchdog, Linger, a challenge and TIME-WAIT. It is zero in StateClosed.
+// watchdog, a channel's stall, Linger, a challenge and TIME-WAIT. It is
+// zero in StateClosed.
 // A caller that polls at the deadline always makes progress: either a
 // frame is written or the deadline moves.
 func (s *Session) Deadline() time.Time {

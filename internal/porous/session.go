@@ -118,6 +118,8 @@ type Session struct {
 
 	// Transfer layer, receiving (docs/protocols/porous.md §3.4).
 	ib        uint32
+	rxf       rxFrames  // the frames accepted below ib (see spoof.go)
+	stallAt   time.Time // the oldest stall clock of a channel, or earlier (see stallDue)
 	ackq      []uint32
 	ackSorted bool
 	lastAcks  []uint32 // the new IDs of the previous DataAck, listed again in the next

@@ -375,9 +375,10 @@ func (s *Session) lossAt() (time.Time, bool) {
 }
 
 // handleData applies a Data frame received while connected (docs/protocols/porous.md §3.4):
-// outside the receive window [i_b − 32768, i_b + 32768) it is refused;
-// otherwise it is queued for acknowledgement, duplicates included, and
-// its messages go to their channels. A frame is refused unacknowledged
+// outside the receive window [i_b − 32768, i_b + 32768), or [i_b − 32768,
+// i_b + RxAhead) from a ReliablePeer, it is refused; otherwise it is
+// queued for acknowledgement, duplicates included, and its messages go to
+// their channels, except those of a frame accepted before (see spoof.go). A frame is refused unacknowledged
 // (the peer resends it) when maxAckQueue IDs already wait for a DataAck
 // or when its messages do not fit the receive memory (see admit). While
 // new data is refused (see SetRecvOpen), a frame carrying a Fragment or
@@ -385,8 +386,21 @@ func (s *Session) lossAt() (time.Time, bool) {
 // only its WindowAcks are applied.
 func (s *Session) handleData(f *Frame) error {
 	k := f.Seq
-	if k-(s.ib-TransferWindow) >= 2*TransferWindow {
+	if !s.inWindow(k) {
 		return errOutOfWindow
+	}
+	if k-s.ib >= TransferWindow && s.rxf.taken(k) {
+		// Accepted before: acknowledged again, its messages not applied
+		// again (see spoof.go).
+		if len(s.ackq) >= maxAckQueue {
+			return errBusy
+		}
+		s.ackq = append(s.ackq, k)
+		s.ackSorted = false
+		if len(f.Messages) > 0 {
+			s.stats.Duplicates++
+		}
+		return nil
 	}
 	if s.recvShut && s.refuse(f) {
 		return nil
@@ -395,15 +409,16 @@ func (s *Session) handleData(f *Frame) error {
 		return errBusy
 	}
 	defer clear(s.exempt[:])
-	if k-s.ib < TransferWindow {
-		s.ib = k + 1
-	}
+	s.ib = s.rxf.accept(k, s.ib)
 	s.ackq = append(s.ackq, k)
 	s.ackSorted = false
 	for i := range f.Messages {
 		m := &f.Messages[i]
 		if int(m.Channel) >= s.cfg.Channels {
 			continue // ignored, the frame is still acknowledged (docs/protocols/porous.md §1.2)
+		}
+		if s.st == stZombie {
+			return nil // a conflict ended the session (see conflict)
 		}
 		switch m.Type {
 		case MsgFragment:
@@ -416,7 +431,9 @@ func (s *Session) handleData(f *Frame) error {
 			s.txch[m.Channel].onWindowAck(s, m.PacketSeq)
 		}
 	}
-	s.deliverTouched()
+	if s.st != stZombie {
+		s.deliverTouched()
+	}
 	return nil
 }
 

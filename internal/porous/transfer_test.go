@@ -38,7 +38,7 @@ func testPacket(ch uint8, i int, maxSize int) []byte {
 func checkInvariants(t testing.TB, s *Session) {
 	t.Helper()
 	switch {
-	case s.pending < 0 || s.pending > s.cfg.MaxQueued:
+	case s.pending < 0 || s.pending > s.cfg.MaxQueued+s.cfg.Channels: // see Session.full
 		t.Fatalf("pending %d of %d", s.pending, s.cfg.MaxQueued)
 	case s.pendBytes < 0 || s.cc.InFlight() < 0:
 		t.Fatalf("pending bytes %d, in flight %d", s.pendBytes, s.cc.InFlight())
