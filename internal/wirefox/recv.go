@@ -300,7 +300,7 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 		if !s.challenged(now, engine.ChallengeClose) {
 			return true // the peer sends it again; taken once the challenge runs out
 		}
-		s.takeClose()
+		s.takeClose(now)
 	}
 	// Other internal commands (RPC_SIGNAL, the probe's PONG) are dropped.
 	if !refused {
@@ -310,14 +310,41 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 	return refused
 }
 
-// takeClose answers the peer's close with DISCONNECT_ACK and ends the
-// session once it is out (§3.7).
-func (s *Session) takeClose() {
-	if s.failAfter != nil {
+// takeClose takes the peer's close (§3.7) at now: the session answers it
+// with DISCONNECT_ACK and ends once that is out. With messages of ours
+// unacknowledged it first waits, at most closeWait, for the ACKs the
+// reference still sends: its ACKs wait 10 ms, so its DISCONNECT_REQUEST,
+// sent in the next write cycle after our last message arrived, may come
+// first.
+func (s *Session) takeClose(now time.Time) {
+	if s.failAfter != nil || !s.peerCloseAt.IsZero() {
 		return
 	}
-	h := []byte{CmdDisconnectAck}
-	s.oob = append(s.oob, oobMsg{blob: h, plain: s.keys == nil})
+	if w := s.closeWait(); s.pending > 0 && w > 0 {
+		s.peerCloseAt = now.Add(w)
+		return
+	}
+	s.answerClose()
+}
+
+// closeWait bounds the wait of takeClose: the reference's ACK delay
+// (10 ms, CongestionControlWindow::GetNeedsToSendAcks) and write cycle
+// (5 ms) after a round trip, for a datagram of ours that was on its way
+// when the peer sent its DISCONNECT_REQUEST; but short enough that our
+// DISCONNECT_ACK, a round trip after that request was sent, comes back
+// within the reference's 200 ms linger (refLinger): beyond it the
+// reference's worker thread returns (docs/protocols/wirefox.md §4 bug 8).
+func (s *Session) closeWait() time.Duration {
+	rtt := s.smoothed()
+	return min(ackDelay+refTick+rtt, refLinger-refTick-rtt)
+}
+
+// answerClose queues DISCONNECT_ACK and ends the session once it is out:
+// with engine.ErrPeerClosed when messages of ours are still
+// unacknowledged.
+func (s *Session) answerClose() {
+	s.peerCloseAt = time.Time{}
+	s.oob = append(s.oob, oobMsg{blob: []byte{CmdDisconnectAck}, plain: s.keys == nil})
 	s.failAfter = errGraceful
 	if s.pending > 0 {
 		s.failAfter = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)

@@ -24,6 +24,7 @@ type refModel struct {
 	now      time.Time
 	nextTick time.Time
 	fault    []string
+	onRead   func() // the application, after each datagram read
 
 	// Socket.
 	sockCap  int
@@ -179,6 +180,9 @@ func (m *refModel) tick(now time.Time) {
 		b := m.sock[0]
 		m.sock = m.sock[1:]
 		m.read(b)
+		if m.onRead != nil {
+			m.onRead()
+		}
 	}
 	if len(m.oob) > 0 { // the out-of-band slot has its own write cycle
 		blob := m.oob[0]

@@ -165,8 +165,11 @@ func (s *Session) timers(now time.Time) {
 	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {
 		if s.chal.Expire() == engine.ChallengeClose {
-			s.takeClose() // unanswered: the peer closed
+			s.takeClose(now) // unanswered: the peer closed
 		}
+	}
+	if !s.peerCloseAt.IsZero() && (s.pending == 0 || !now.Before(s.peerCloseAt)) {
+		s.answerClose()
 	}
 	lost := false
 	for p := s.inflight.head; p != nil && !now.Before(s.timeoutAt(p)); p = s.inflight.head {
@@ -193,7 +196,7 @@ func (s *Session) timers(now time.Time) {
 	if lost {
 		s.updateCC(now, 0)
 	}
-	if s.state == engine.StateClosing && s.pending == 0 && !s.discSent {
+	if s.state == engine.StateClosing && s.pending == 0 && !s.discSent && s.failAfter == nil && s.peerCloseAt.IsZero() {
 		s.discSent = true
 		m := &outMsg{blob: []byte{CmdDisconnectRequest}, opts: OptReliable, internal: true}
 		s.queue(m)

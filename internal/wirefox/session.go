@@ -254,7 +254,8 @@ func (s *Session) mode(ch uint8) ChannelMode {
 // payload (docs/protocols/wirefox.md §1.4), on channel opt.Channel,
 // reliable or not as opt.Delivery says. A blob longer than SegmentSize
 // is fragmented (§3.6). Errors:
-//   - engine.ErrClosed after Close or once the session ended;
+//   - engine.ErrClosed after Close, once the peer's DISCONNECT_REQUEST
+//     was taken, or once the session ended;
 //   - engine.ErrEmptyMessage for an empty p;
 //   - engine.ErrUnsupported for a command below CmdUser (internal
 //     commands), Passive delivery, a channel not in Config.Channels, a
@@ -263,7 +264,7 @@ func (s *Session) mode(ch uint8) ChannelMode {
 //   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.state == engine.StateClosing || s.state == engine.StateClosed || !s.peerCloseAt.IsZero() || s.failAfter != nil:
 		return engine.ErrClosed
 	case len(p) == 0:
 		return engine.ErrEmptyMessage

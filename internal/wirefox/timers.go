@@ -36,6 +36,10 @@ func (s *Session) Deadline() time.Time {
 	}
 	earliest(s.lastRecv.Add(s.cfg.IdleTimeout), s.cfg.IdleTimeout > 0)
 	earliest(s.chal.Until, s.chal.Running())
+	if !s.peerCloseAt.IsZero() {
+		earliest(s.peerCloseAt, s.pending > 0)
+		earliest(s.now, s.pending == 0)
+	}
 	if at, ok := s.ackDue(); ok {
 		earliest(s.paced(at), true)
 	}
