@@ -58,3 +58,20 @@ func TestRefusedNotAcked(t *testing.T) {
 	require.Equal(t, []string{"a"}, drain(s))
 	require.Equal(t, "0200", body(t, poll(t, s, t0.Add(ms+DefaultAckDelay))))
 }
+
+// TestRefusedHeldTakenOnce: a held message refused when its turn came
+// (SetRecvOpen(false)) and sent again once the session is open is
+// delivered once, from the ring, which keeps no stale copy of it.
+func TestRefusedHeldTakenOnce(t *testing.T) {
+	s := openServer(t, Config{})
+	msg := datagram(Datagram{Ack: NothingReceived, Messages: []Message{{Serial: 4, Command: 1, Data: []byte("x"), Sender: 1, HasSender: true}}})
+	require.NoError(t, s.HandleDatagram(t0, msg))
+	s.SetRecvOpen(false)
+	require.NoError(t, s.HandleDatagram(t0, clientControl(NothingReceived)))
+	require.Equal(t, uint16(4), s.expected, "the Control taken, serial 4 refused")
+	s.SetRecvOpen(true)
+	require.NoError(t, s.HandleDatagram(t0.Add(ms), msg))
+	require.Equal(t, []string{"x"}, drain(s))
+	require.Zero(t, s.nHeld)
+	require.Equal(t, uint16(6), s.expected)
+}

@@ -134,6 +134,18 @@ type Config struct {
 	// transfers between peers that both run this package (rudp's
 	// streams). Off by default.
 	ReferencePeer bool
+	// ChallengeClose makes an established session challenge a close
+	// (the peer's Logout, or a Kill naming a client) before taking it,
+	// and a closing one refuse, unacknowledged, every new message but
+	// the peer's own close once its Logout went out (challenge.go). A
+	// blind attacker sending from the peer's address can then no longer
+	// close the session: the live peer acknowledges the probe. A genuine
+	// close is taken when the peer sends its Logout again after
+	// max(2 × RTO, engine.ChallengeMin) without an answer. Only for peers
+	// running this package with it (rudp's streams): a reference peer
+	// keeps acknowledging for 20 s after its Logout, so its close would
+	// be refused as spoofed for that long.
+	ChallengeClose bool
 	// MaxDatagram is the largest datagram Poll writes, in bytes, between
 	// MinMaxDatagram and MaxDatagram (the default, 1024).
 	MaxDatagram int

@@ -106,12 +106,20 @@
 //     after the first. A received Logout, or a Kill naming a client,
 //     ends the session after one acknowledgement; with messages of ours
 //     unacknowledged Err wraps engine.ErrPeerClosed.
-//   - Challenges: none. The protocol has no secret: anyone who can send
-//     from the peer's address and guess a serial within the window can
-//     inject any message, a Logout included, and the reference's closing
-//     side keeps acknowledging for 20 s, so a probe would not tell a
-//     genuine close from a spoofed one. Integrity between rudp peers
-//     comes from the root package's stream seal.
+//   - Challenges: the protocol has no secret: anyone who can send from
+//     the peer's address and guess a serial within the window can inject
+//     any message, a Logout included. Against the reference nothing is
+//     challenged: its closing side keeps acknowledging for 20 s, so a
+//     probe would not tell a genuine close from a spoofed one. Between
+//     peers running this package (rudp's streams), Config.ChallengeClose
+//     challenges a close (engine.Challenge): the Logout is dropped
+//     unacknowledged and never held ahead of its turn, a probe (a poke)
+//     goes out, and a closing end acknowledges nothing new but a close
+//     once its Logout went out; an acknowledged probe refuses the
+//     Logout as spoofed, an unanswered one lets the Logout sent again
+//     after max(2 × RTO, engine.ChallengeMin) be taken. A close while
+//     we are closing too is taken at once. Integrity of the data between
+//     rudp peers comes from the root package's stream seal.
 //   - Timeouts: Config.DeadTimeout (120 s) ends a session whose oldest
 //     unacknowledged message waited that long with nothing acknowledged
 //     (engine.ErrRetransmitLimit), as the reference. The UDP layer has

@@ -42,8 +42,9 @@ var (
 // acknowledged by the next datagram. Transport commands are consumed:
 // Login (a server's first), TOC (a client's id and table), Control (the
 // peer's cram level), Logout and a Kill naming us (the peer closed; it is
-// acknowledged at once and the session ends). Data are copied; b may be
-// reused at once.
+// acknowledged at once and the session ends; with Config.ChallengeClose
+// an established session first challenges it, see challenge.go). Data
+// are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	if s.state == engine.StateClosed {
 		return engine.ErrClosed
@@ -177,6 +178,7 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 func (s *Session) acked(now time.Time, m *outMsg) {
 	m.acked = true
 	s.lastAcked = now
+	s.probeAcked(m)
 	if m.dg != nil {
 		if m.dg.pkt.InFlight() {
 			s.cc.OnAcked(now, &m.dg.pkt)
@@ -219,7 +221,16 @@ func (s *Session) receive(now time.Time, m *Message) {
 		return
 	}
 	off := m.Serial - s.expected
+	if int16(off) >= 0 && s.refuseAfterLogout(m) {
+		s.stats.Refused++
+		return
+	}
 	switch {
+	case off == 0 && s.isHeld(m.Serial):
+		// Held already and refused when its turn came (SetRecvOpen):
+		// taken from the ring, so that no stale copy stays there.
+		s.stats.Duplicates++
+		s.drainHeld(now)
 	case off == 0:
 		p := engine.Params{Command: m.Command, P1: m.P1, P2: m.P2, P3: m.P3}
 		if s.take(now, p, m.Data, true) {
@@ -234,6 +245,9 @@ func (s *Session) receive(now time.Time, m *Message) {
 		s.stats.Duplicates++
 	case m.Command >= 0 && s.refusing():
 		s.stats.Refused++
+	case s.cfg.ChallengeClose && s.isClose(m.Command, m.P1):
+		// Not held: a spoofed one would take the slot of the peer's
+		// message. A genuine close is sent again until acknowledged.
 	default:
 		if s.ring == nil {
 			s.ring = make([]held, heldSlots)
@@ -316,12 +330,14 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 		if p.P1 == 0 {
 			s.peerCram = int8(max(0, min(p.P2, MaxCram)))
 		}
-	case CommandLogout:
-		s.loggedOut = true
-	case CommandKill:
-		if s.cfg.Client && p.P1 == s.id {
-			s.loggedOut = true
+	case CommandLogout, CommandKill:
+		if !s.isClose(p.Command, p.P1) {
+			break
 		}
+		if !s.challenged(now) {
+			return false // dropped unacknowledged: taken when sent again after the challenge
+		}
+		s.loggedOut = true
 	}
 	return true
 }

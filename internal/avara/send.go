@@ -51,6 +51,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	}
 	s.detectLosses(now)
 	s.updateCC(now, 0)
+	s.expireChallenge(now)
 	if at, ok := s.pokeAt(); ok && !now.Before(at) {
 		s.ctl = append(s.ctl, &outMsg{transport: true, params: engine.Params{Command: CommandPing}})
 		s.lastPoke = now

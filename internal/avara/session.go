@@ -132,7 +132,14 @@ type Session struct {
 	dg        Datagram
 
 	closeAt time.Time
-	stats   engine.Stats
+	logout  *outMsg // our Logout, once Close queued it
+
+	// Challenged closes (Config.ChallengeClose, challenge.go).
+	chal       engine.Challenge
+	challenges uint32  // challenge ids
+	probe      *outMsg // the running challenge's probe
+
+	stats engine.Stats
 }
 
 // New returns a session created at now, in StateHandshake. A client's
@@ -299,7 +306,8 @@ func (s *Session) Close(now time.Time) {
 	s.now = now
 	s.state = engine.StateClosing
 	s.closeAt = now
-	s.queue.Push(&outMsg{transport: true, params: engine.Params{Command: CommandLogout, P1: s.id}})
+	s.logout = &outMsg{transport: true, params: engine.Params{Command: CommandLogout, P1: s.id}}
+	s.queue.Push(s.logout)
 }
 
 // State returns the lifecycle state: a client is established once the
@@ -329,7 +337,9 @@ func (s *Session) Pending() int { return s.pending }
 // (docs/protocols/avara.md §3.4), or with Config.AckRTT the RFC 6298
 // estimator's. Retransmits counts messages sent again; Duplicates counts
 // messages that had arrived before; Skipped counts the peer's serials
-// given up with Config.SkipAfter.
+// given up with Config.SkipAfter; Challenges and SpoofsRefused count the
+// closes challenged with Config.ChallengeClose and those refused as
+// spoofed.
 func (s *Session) Stats() engine.Stats {
 	st := s.stats
 	st.SRTT, st.RTTVar, st.RTO = s.est.srtt(), s.est.dev(), s.rto()

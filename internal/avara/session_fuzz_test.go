@@ -30,6 +30,9 @@ func FuzzAvaraSession(f *testing.F) {
 
 func fuzzAvaraSession(t *testing.T, b []byte, captures [][]byte) {
 	cfg := Config{AckRTT: true, HandshakeTimeout: 5 * time.Second, DeadTimeout: 10 * time.Second, MaxQueued: 64}
+	if len(b) > 0 { // the first byte's low bits choose the options
+		cfg.ReferencePeer, cfg.ChallengeClose = b[0]&1 != 0, b[0]&2 != 0
+	}
 	p := newPair(t, cfg, cfg, 5*ms, 0, 7)
 	p.PollLimit = 10_000
 	k := 0
@@ -77,6 +80,9 @@ func checkInvariants(t *testing.T, s *Session) {
 	}
 	if len(s.flight) > 0 && s.flight[0].acked {
 		t.Fatal("an acknowledged message at the front of the flight")
+	}
+	if s.cfg.ReferencePeer && len(s.flight) > 0 && s.nextSerial-s.flight[0].serial > 2*ReferenceSkipAfter {
+		t.Fatalf("serials %d..%d outstanding", s.flight[0].serial, s.nextSerial-2)
 	}
 	held := 0
 	for i := range s.ring {

@@ -119,6 +119,7 @@ func (s *Session) Deadline() time.Time {
 		}
 	}
 	earliest(s.lossAt())
+	earliest(s.challengeAt())
 	return d
 }
 
