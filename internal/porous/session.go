@@ -333,7 +333,16 @@ func (s *Session) SetSink(f func(now time.Time, m engine.Message)) { s.sink = f 
 // its WindowAcks are applied: the peer resends it, and it is taken once
 // the session is open again. Other frames, and Data frames that carry
 // nothing new, are handled as always.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
+//
+// No channel stalls (see ErrStalled) while it is closed: what a channel
+// waits for may be among what is refused. Reopening starts the stall
+// clocks of the channels still waiting afresh.
+func (s *Session) SetRecvOpen(open bool) {
+	if open && s.recvShut {
+		s.restartStallClocks()
+	}
+	s.recvShut = !open
+}
 
 // Held returns the number of packets received whole, and acknowledged,
 // that wait in their channel's queue for an earlier packet before they

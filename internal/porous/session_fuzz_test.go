@@ -106,13 +106,15 @@ func TestPOROUSSessionInputs(t *testing.T) {
 }
 
 // fuzzSession is the body of FuzzPOROUSSession.
-func fuzzSession(t *testing.T, b []byte) {
-	{
+func fuzzSession(t *testing.T, in []byte) {
+	for _, reliable := range []bool{false, true} {
+		b := in
 		// A short Linger bounds the close at the end: a silent peer makes
 		// the session resend everything until it runs out. Large frames
 		// both ways: what the input acknowledges or not decides whether
-		// they are kept, or given up and split.
-		s, _ := connected(t, Config{Channels: 3, MaxPacket: 8 * FragmentSize, MaxQueued: 64, Linger: 200 * time.Millisecond, LargeFrames: true}, Config{Channels: 3})
+		// they are kept, or given up and split. Each input is run against
+		// the reference's rules and against ReliablePeer's.
+		s, _ := connected(t, Config{Channels: 3, MaxPacket: 8 * FragmentSize, MaxQueued: 64, Linger: 200 * time.Millisecond, LargeFrames: true, ReliablePeer: reliable}, Config{Channels: 3})
 		s.SetMaxFrame(LargeFrameSize)
 		now := at(3)
 		buf := make([]byte, LargeFrameSize)

@@ -211,10 +211,11 @@ func (s *Session) watch(ch uint8, old uint32, blocked bool) {
 
 // stallDue returns when the oldest blocked channel stalls, if one may:
 // s.stallAt, the earliest stall clock started since the last check, plus
-// Config.IdleTimeout. It is early when that channel moved on since; fire
-// then finds the true time (stallCheck).
+// Config.IdleTimeout; none while new data is refused (SetRecvOpen). It is
+// early when that channel moved on since; fire then finds the true time
+// (stallCheck).
 func (s *Session) stallDue() (time.Time, bool) {
-	if s.stallAt.IsZero() || s.cfg.IdleTimeout <= 0 {
+	if s.stallAt.IsZero() || s.cfg.IdleTimeout <= 0 || s.recvShut {
 		return time.Time{}, false
 	}
 	return s.stallAt.Add(s.cfg.IdleTimeout), true
@@ -237,6 +238,16 @@ func (s *Session) stallCheck() {
 		}
 		if s.stallAt.IsZero() || c.stuck.Before(s.stallAt) {
 			s.stallAt = c.stuck
+		}
+	}
+}
+
+// restartStallClocks starts the stall clock of every waiting channel
+// anew, now.
+func (s *Session) restartStallClocks() {
+	for i := range s.rxch {
+		if c := &s.rxch[i]; !c.stuck.IsZero() {
+			c.stuck, s.stallAt = s.now, s.now
 		}
 	}
 }

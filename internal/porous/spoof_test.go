@@ -147,4 +147,19 @@ func TestStalled(t *testing.T) {
 			require.ErrorIs(t, p.s.Err(), engine.ErrIdleTimeout)
 		})
 	}
+	// Not while new data is refused: the missing packet may be refused.
+	p := newFakePeer(t, Config{ReliablePeer: true, IdleTimeout: 5 * time.Second})
+	require.Empty(t, p.send(frag(0, 1, 1, "r1")))
+	p.s.SetRecvOpen(false)
+	for range 20 {
+		p.now = p.now.Add(500 * time.Millisecond)
+		p.send()
+		p.poll()
+	}
+	p.s.SetRecvOpen(true)
+	p.now = p.now.Add(4 * time.Second)
+	p.send()
+	p.poll()
+	require.Equal(t, engine.StateEstablished, p.s.State())
+	require.Equal(t, []string{"r0", "r1"}, p.send(frag(0, 0, 0, "r0")))
 }
