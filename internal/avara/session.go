@@ -290,10 +290,13 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // retransmit time after the first, logoutSends in all) without its
 // acknowledgement: the reference drops a connection as soon as it reads
 // a Logout, without acknowledging it or what came with it
-// (avaraline/Avara aaa5e63, src/net/CUDPComm.cpp: CUDPComm::PacketHandler
-// posts kpKillConnection, which CUDPComm::DisconnectSlot carries out with
-// CUDPConnection::CloseSlot, clearing the port and flushing the queues
-// before anything is written to it again).
+// (avaraline/Avara aaa5e63: CUDPComm::PacketHandler in
+// src/net/CUDPComm.cpp posts kpKillConnection to itself;
+// CProtoControl::DelayedPacketHandler hands it to
+// CNetManager::HandleDisconnect, which calls CUDPComm::DisconnectSlot,
+// and CUDPConnection::CloseSlot clears the connection's port and flushes
+// its queues, so nothing, the acknowledgement included, is written to it
+// again).
 func (s *Session) Close(now time.Time) {
 	switch s.state {
 	case engine.StateHandshake:
