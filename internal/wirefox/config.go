@@ -98,8 +98,11 @@ type Config struct {
 	// both end with an error wrapping engine.ErrIncompatible.
 	Encrypt bool
 	// Identity is a server's long-term key pair, with which it answers a
-	// client's identity challenge. A server without one refuses a
-	// challenge (INCOMPATIBLE_SECURITY). Requires Encrypt; not for a
+	// client's identity challenge. A server without one, or with another,
+	// answers a challenge it cannot open as the reference's server does,
+	// with an AUTH_MSG of state AUTHENTICATION without the answer, which
+	// the client takes as INCORRECT_REMOTE_IDENTITY, and ends with an
+	// error wrapping engine.ErrIncompatible. Requires Encrypt; not for a
 	// client.
 	Identity *KeyPair
 	// ServerKey is, for a client, the server's long-term public key: the

@@ -322,8 +322,8 @@ func TestMismatchedSecurity(t *testing.T) {
 // TestIncorrectRemoteIdentity: a client fails with
 // ErrIncorrectRemoteIdentity when the server answers its challenge with
 // other bytes, or cannot open it (the server holds another identity, or
-// none: it refuses with INCOMPATIBLE_SECURITY and ends with
-// engine.ErrIncompatible).
+// none: as the reference's server it answers AUTH_MSG AUTHENTICATION
+// without the answer, and ends with engine.ErrIncompatible).
 func TestIncorrectRemoteIdentity(t *testing.T) {
 	// A wrong answer: the server's answer altered on the way, sealed again.
 	cc, sc := encryptedConfigs(t)
@@ -354,5 +354,15 @@ func TestIncorrectRemoteIdentity(t *testing.T) {
 		})
 		require.ErrorIs(t, p.A.Err(), ErrIncorrectRemoteIdentity)
 		require.ErrorIs(t, p.B.Err(), engine.ErrIncompatible)
+		last := p.BA.Log[len(p.BA.Log)-1]
+		plain, err := OpenDatagram(nil, &p.A.keys.Rx, last)
+		require.NoError(t, err)
+		var d Datagram
+		require.NoError(t, ParseDatagram(plain, &d))
+		blob, err := ParseOOB(&d)
+		require.NoError(t, err)
+		var h Handshake
+		require.NoError(t, ParseHandshake(blob, &h))
+		require.Equal(t, Handshake{PeerID: serverID, Op: OpAuthMsg, Data: []byte{AuthAuthentication}}, h)
 	}
 }

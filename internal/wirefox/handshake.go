@@ -175,7 +175,14 @@ func (s *Session) serverAuth(now time.Time, data []byte) error {
 		}
 		plain, err := OpenChallenge(id, data[1:])
 		if err != nil {
-			s.refuse(now, ResultIncompatibleSecurity, fmt.Errorf("%w: wirefox: identity challenge we cannot open", engine.ErrIncompatible))
+			// As the reference's server: EncryptionAuthenticator::HandleAuth
+			// (source/EncryptionAuthenticator.cpp) writes the state byte,
+			// fails to open, and HandshakerThreeWay::Handle
+			// (source/HandshakerThreeWay.cpp) sends what was written and
+			// completes with INCOMPATIBLE_SECURITY, locally; the client
+			// finds no answer: INCORRECT_REMOTE_IDENTITY.
+			s.sendHandshake(now, OpAuthMsg, []byte{AuthAuthentication}, false)
+			s.failAfter = fmt.Errorf("%w: wirefox: identity challenge we cannot open", engine.ErrIncompatible)
 			return nil
 		}
 		s.authWant = AuthDone

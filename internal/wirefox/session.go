@@ -29,8 +29,9 @@ var (
 	ErrConnectRefused = errors.New("wirefox: connection refused")
 	// ErrIncorrectRemoteIdentity: the server failed the identity
 	// challenge sealed to Config.ServerKey (docs/protocols/wirefox.md
-	// §3.8): it answered other bytes, or could not open it (ERROR_OCCURRED
-	// INCOMPATIBLE_SECURITY in answer to it), or answered ERROR_OCCURRED
+	// §3.8): it answered other bytes or none (the reference's server that
+	// cannot open it), or ERROR_OCCURRED INCOMPATIBLE_SECURITY in answer to
+	// it (earlier versions of this package), or ERROR_OCCURRED
 	// INCORRECT_REMOTE_IDENTITY.
 	ErrIncorrectRemoteIdentity = errors.New("wirefox: server failed the identity challenge")
 )
