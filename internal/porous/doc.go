@@ -161,7 +161,9 @@
 //     waiting for a DataAck, the transfer queue by the 32768-frame window,
 //     each channel's send queue by Pending's bounds, and its receive queue
 //     and Recv's queue by the 65536-packet window and the receive budget
-//     and reserves above.
+//     and reserves above; the frames received below i_b take two bits
+//     per number of the 32768-frame window (8 KiB, allocated at the first
+//     frame missing and freed by Trim once none is).
 //   - Scheduling (local, docs/protocols/porous.md §2 row 16): each channel has its own send
 //     queue. Channels of Low priority (Config.Priorities) send only when
 //     no High channel has anything to send; among the channels of one
