@@ -384,7 +384,7 @@ func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
 }
 
 // refused records, at now, an ICMP port unreachable from the peer's port,
-// as reported by a connected socket's read.
+// as reported by the socket's read (see endpoint.refused).
 func (a *assoc) refused(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -88,14 +88,16 @@
 // A conn made by Dial, Dialer or DialMessages has a connected UDP socket,
 // which the system tells when the peer's port answers with ICMP port
 // unreachable (its process died, or restarted and forgot the
-// association). During the handshake one such report fails the dial with
-// connection refused; afterwards, since ICMP is easily forged, the reports
-// must persist: at least 3 of them, spread over at least one RTO, with no
-// datagram from the peer in between. The conn then fails within a few
-// RTOs with an error matching syscall.ECONNREFUSED. A listener's socket
-// and a PacketConn given to Client or ClientMessages are not connected and
-// are not told (on Linux, only a connected socket gets the report unless
-// IP_RECVERR is set, which rudp does not do): their conns, and any conn
-// whose peer's host sends no ICMP, learn of a vanished peer through
-// Config.IdleTimeout.
+// association); so does a Client or ClientMessages conn over a
+// *net.UDPConn connected to its peer. During the handshake one such
+// report fails the dial with connection refused; afterwards, since ICMP
+// is easily forged, the reports must persist: at least 3 of them, spread
+// over at least one RTO, with no datagram from the peer in between. The
+// conn then fails within a few RTOs with an error matching
+// syscall.ECONNREFUSED. On Linux, rudp also turns on IP_RECVERR (and
+// IPV6_RECVERR) on the unconnected *net.UDPConn of a listener or of a
+// Client, so that the kernel queues each ICMP error with the destination
+// it is about: the conns of those sockets are told in the same way, under
+// the same rule. Elsewhere, other PacketConns, and any conn whose peer's
+// host sends no ICMP, learn of a vanished peer through Config.IdleTimeout.
 package rudp

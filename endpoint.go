@@ -27,6 +27,7 @@ type endpoint struct {
 	batch     batchConn   // batched I/O on pc, or nil
 	gso       atomic.Bool // send with UDP segmentation offload
 	gro       bool        // receive with UDP receive offload
+	recvErr   bool        // pc, not connected, reports ICMP errors (see enableRecvErr)
 	log       *slog.Logger
 
 	mu       sync.Mutex
@@ -60,9 +61,11 @@ func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *endpoint 
 		done:      make(chan struct{}),
 	}
 	if ep.batch != nil {
-		gso, gro := enableOffload(pc.(*net.UDPConn))
+		uc := pc.(*net.UDPConn)
+		gso, gro := enableOffload(uc)
 		ep.gso.Store(gso)
 		ep.gro = gro
+		ep.recvErr = !connected && enableRecvErr(uc)
 	}
 	return ep
 }
@@ -85,9 +88,7 @@ func (ep *endpoint) readLoop() {
 		ms, err := r.read()
 		if err != nil {
 			if errors.Is(err, syscall.ECONNREFUSED) {
-				if ep.connected {
-					ep.refused(time.Now())
-				}
+				ep.refused(time.Now(), r.unreachable())
 				continue // about a peer, not the socket
 			}
 			var ne net.Error
@@ -161,14 +162,25 @@ func (ep *endpoint) dispatch(data []byte, seg int, m *received, now time.Time) (
 	return n, nil
 }
 
-// refused reports an ICMP port unreachable, which the socket told because
-// it is connected to its one peer, to that peer's association. Only a
-// connected socket is told: an unconnected one (a listener's, or a
-// PacketConn given to Client) is not, so its peers' departures show only
-// through the idle timeout.
-func (ep *endpoint) refused(now time.Time) {
-	for _, a := range ep.snapshot() {
-		a.refused(now)
+// refused reports ICMP port unreachables to the associations of the
+// peers they are about: a connected socket's to its one peer, another's
+// to the destinations in to (where the socket tells them: Linux's
+// IP_RECVERR, see enableRecvErr; elsewhere an unconnected socket's peers
+// that vanish show only through the idle timeout).
+func (ep *endpoint) refused(now time.Time, to []addrKey) {
+	if ep.connected {
+		for _, a := range ep.snapshot() {
+			a.refused(now)
+		}
+		return
+	}
+	for _, k := range to {
+		ep.mu.Lock()
+		a := ep.assocs[k]
+		ep.mu.Unlock()
+		if a != nil {
+			a.refused(now)
+		}
 	}
 }
 

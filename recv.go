@@ -28,8 +28,15 @@ func (m *received) sender() net.Addr {
 // reader reads datagrams from an endpoint's PacketConn.
 type reader interface {
 	// read blocks until at least one datagram arrives and returns the
-	// messages holding them, valid until the next read.
+	// messages holding them, valid until the next read. It fails with an
+	// error matching syscall.ECONNREFUSED when the socket reports an ICMP
+	// port unreachable: on a connected socket, from its one peer; on
+	// another, from the destinations unreachable lists.
 	read() ([]received, error)
+	// unreachable returns the destinations that answered port unreachable
+	// since the last call (only where the socket tells them, see
+	// enableRecvErr), valid until the next read.
+	unreachable() []addrKey
 }
 
 // newReader returns the reader of ep: batched reads on a Linux
@@ -39,11 +46,11 @@ func newReader(ep *endpoint) reader {
 	if uc, ok := ep.pc.(*net.UDPConn); ok && ep.batch != nil {
 		switch {
 		case ep.gro && ep.connected:
-			return newBatchReader(uc, groBatchConnected, 1<<16)
+			return newBatchReader(uc, groBatchConnected, 1<<16, false)
 		case ep.gro:
-			return newBatchReader(uc, groBatch, 1<<16)
+			return newBatchReader(uc, groBatch, 1<<16, ep.recvErr)
 		}
-		return newBatchReader(uc, readBatch, maxDatagram+1)
+		return newBatchReader(uc, readBatch, maxDatagram+1, ep.recvErr)
 	}
 	return &pcReader{pc: ep.pc, ms: newReceived(1, maxLarge+1)}
 }
@@ -64,6 +71,10 @@ type pcReader struct {
 	pc net.PacketConn
 	ms []received
 }
+
+// unreachable returns nil: a ReadFrom does not say which peer an ICMP
+// error is about.
+func (r *pcReader) unreachable() []addrKey { return nil }
 
 func (r *pcReader) read() ([]received, error) {
 	m := &r.ms[0]

@@ -29,6 +29,12 @@ type batchReader struct {
 
 	zoneIndex uint32 // the last IPv6 zone seen, and its name
 	zoneName  string
+
+	// With IP_RECVERR on (see enableRecvErr): the destinations that
+	// answered port unreachable, and scratch to read the error queue.
+	recvErr    bool
+	unreach    []addrKey
+	ebuf, eoob []byte
 }
 
 // mmsghdr is struct mmsghdr of recvmmsg(2).
@@ -39,7 +45,9 @@ type mmsghdr struct {
 
 // newBatchReader returns a reader of n datagrams at a time into buffers of
 // size bytes; one that reads a datagram at a time if uc has no raw conn.
-func newBatchReader(uc *net.UDPConn, n, size int) reader {
+// recvErr says that uc has IP_RECVERR on, so that the reader takes the
+// ICMP errors queued on it.
+func newBatchReader(uc *net.UDPConn, n, size int, recvErr bool) reader {
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
@@ -51,6 +59,9 @@ func newBatchReader(uc *net.UDPConn, n, size int) reader {
 		hs:    make([]mmsghdr, n),
 		iovs:  make([]unix.Iovec, n),
 		names: make([]unix.RawSockaddrInet6, n),
+	}
+	if recvErr {
+		r.recvErr, r.ebuf, r.eoob = true, make([]byte, 64), make([]byte, 512)
 	}
 	r.recv = r.recvmmsg
 	for i := range r.hs {
@@ -92,13 +103,29 @@ func (r *batchReader) read() ([]received, error) {
 }
 
 // recvmmsg is the raw conn's read function: it reports false to wait
-// until the socket is readable.
+// until the socket is readable. With IP_RECVERR, when the socket has no
+// datagram (it may have woken for a queued error) or reports an error, it
+// takes the queued errors; any port unreachable among them makes the read
+// fail with ECONNREFUSED, so that the endpoint reports them.
 func (r *batchReader) recvmmsg(fd uintptr) bool {
 	n, errno, ready := mmsg(unix.SYS_RECVMMSG, fd, r.hs)
+	if r.recvErr && (!ready || errno != 0) {
+		if r.unreach = readUnreachable(fd, r.unreach, r.ebuf, r.eoob); len(r.unreach) > 0 {
+			n, errno, ready = 0, unix.ECONNREFUSED, true
+		}
+	}
 	if ready {
 		r.n, r.errno = n, errno
 	}
 	return ready
+}
+
+// unreachable returns the destinations that answered port unreachable
+// since the last call.
+func (r *batchReader) unreachable() []addrKey {
+	u := r.unreach
+	r.unreach = r.unreach[:0]
+	return u
 }
 
 // mmsg makes system call trap, recvmmsg(2) or sendmmsg(2), on fd with the

@@ -135,7 +135,7 @@ func TestVanishedPeerRefused(t *testing.T) {
 // TestClientConnectedSocketRefused: Client and ClientMessages over a
 // *net.UDPConn connected to a port where nothing listens fail their
 // handshake with ECONNREFUSED, as Dial does, not with the handshake
-// timeout; over an unconnected socket the refusal is unseen.
+// timeout.
 func TestClientConnectedSocketRefused(t *testing.T) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -151,7 +151,4 @@ func TestClientConnectedSocketRefused(t *testing.T) {
 	uc, err = net.DialUDP("udp", nil, raddr)
 	require.NoError(t, err)
 	require.ErrorIs(t, ClientMessages(uc, raddr, cfg).Handshake(ctx), syscall.ECONNREFUSED)
-
-	short := &Config{HandshakeTimeout: 300 * time.Millisecond}
-	require.ErrorIs(t, Client(udpSocket(t, nil, 0), raddr, short).Handshake(ctx), ErrHandshakeTimeout)
 }
