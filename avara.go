@@ -67,7 +67,11 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		Logger:           log,
 	}
 	if !stream {
+		// A message conn may talk to the reference: it paces, bounds its
+		// messages outstanding and acknowledges as the reference takes
+		// it (avara.Config.ReferencePeer).
 		cfg.SkipAfter = c.AvaraSkipAfter
+		cfg.ReferencePeer = true
 	}
 	if stream {
 		cfg.MaxDatagram -= sealLen
@@ -81,6 +85,7 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		cfg.DeadTimeout = c.IdleTimeout
 		cfg.IdleTimeout = c.IdleTimeout
 		cfg.KeepAlive = c.streamKeepAlive(accept)
+		cfg.ChallengeClose = true // a Logout from the peer's address may be spoofed
 	}
 	if !accept {
 		cfg.Seed = int32(c.random64())

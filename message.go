@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -301,12 +302,14 @@ func (c *MessageConn) Write(p []byte) (int, error) {
 	case c.cfg.Protocol == LLUDP && len(p) > 0:
 		num, k := lludp.ParseNumber(p)
 		if k == 0 {
-			return 0, opError("write", c.LocalAddr(), c.raddr, ErrUnsupported)
+			return 0, opError("write", c.LocalAddr(), c.raddr,
+				fmt.Errorf("%w: LLUDP Write of %d bytes, too short for its message number (1, 2 or 4 bytes)", ErrUnsupported, len(p)))
 		}
 		m = Message{Number: num, Data: p[k:]}
 	case c.cfg.Protocol == Avara:
 		if len(p) < avaraHeaderLen {
-			return 0, opError("write", c.LocalAddr(), c.raddr, ErrUnsupported)
+			return 0, opError("write", c.LocalAddr(), c.raddr,
+				fmt.Errorf("%w: Avara Write of %d bytes, shorter than its %d-byte header (command, p1, p2, p3)", ErrUnsupported, len(p), avaraHeaderLen))
 		}
 		m = Message{Command: int8(p[0]), P1: int8(p[1]), P2: int16(binary.LittleEndian.Uint16(p[2:])),
 			P3: int32(binary.LittleEndian.Uint32(p[4:])), Data: p[avaraHeaderLen:]}

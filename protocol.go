@@ -296,6 +296,10 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			Linger:               c.Linger,
 			RejectNewPeerSession: stream,
 			LargeFrames:          stream, // see largeFrame
+			// A stream's peer sends only reliable packets: frames far
+			// ahead of a gap, out-of-order delivery and conflicting
+			// copies are then a blind attacker's, not the peer's.
+			ReliablePeer: stream,
 		})
 	case LLUDP:
 		circuit := lludp.Circuit(c.Circuit)

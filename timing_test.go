@@ -260,14 +260,15 @@ func TestLinger(t *testing.T) {
 
 // TestLingerMessages: a message conn closed with messages its peer never
 // confirms (the path is cut) ends exactly Linger after Close, with
-// ErrLingerTimeout.
+// ErrLingerTimeout. (Wirefox would give up earlier, after its 6 sends,
+// with ErrRetransmitLimit: its limit is lifted here.)
 func TestLingerMessages(t *testing.T) {
 	const linger = 4 * time.Second
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				vp := newVPath(t, 0)
-				cfg := vcfg(Config{Protocol: p, Linger: linger, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
+				cfg := vcfg(Config{Protocol: p, Linger: linger, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute, ResendLimit: -1})
 				c, _, _ := vp.messages(t, cfg)
 				vp.cutNow()
 				require.NoError(t, send(c, p, []byte("lost")))
