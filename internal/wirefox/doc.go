@@ -107,7 +107,10 @@
 //     (the reference ignores a new INITIAL_CLIENT while connected).
 //   - Duplicate histories: the last 65,536 datagram IDs and packet IDs
 //     (the reference keeps 10 s); a sender keeps fewer than 32,768 packet
-//     IDs outstanding.
+//     IDs outstanding. A datagram whose ID, or one of whose packet IDs,
+//     is more than 32,768 past the newest seen (from 0 before any) is
+//     rejected whole, so that a blind spoof cannot move a history so far
+//     that the genuine IDs count as duplicates.
 //
 // # Bounds
 //

@@ -82,6 +82,8 @@ func TestIDWrap(t *testing.T) {
 	connect(t, p)
 	for _, s := range []*Session{p.A, p.B} {
 		s.nextDgram, s.nextPkt = 1<<32-30, 1<<32-300
+		// Its peer's IDs, the same, follow every ID seen so far.
+		s.dgHist, s.pktHist = history{started: true, newest: 1<<32 - 31}, history{started: true, newest: 1<<32 - 301}
 	}
 	var sent, recv int
 	p.RunUntil(1_000_000, func() bool {

@@ -19,6 +19,28 @@ type history struct {
 	wrapped bool // newest went past 2^32 − 1 to 0
 }
 
+// maxAhead is how far past the newest ID seen an ID is plausible. The
+// peer's IDs grow by one per datagram or packet, so a larger step means
+// maxAhead of its datagrams, or packets, in a row were lost: beyond its
+// congestion window (and this package's packetWindow of reliable
+// packets outstanding). A blind spoof of a far larger ID would move the
+// newest so far that every genuine ID after it counts as too old: the
+// histories refuse it instead (HandleDatagram rejects its datagram), and
+// one within maxAhead keeps the genuine IDs, at most maxAhead behind it,
+// inside the history's historySize.
+const maxAhead = historySize / 2
+
+// plausible reports whether id is at most maxAhead past the newest ID
+// seen, or, before any, past 0, the first ID of either counter
+// (docs/protocols/wirefox.md §3.1). An ID behind the newest is plausible
+// (has tells whether it was seen).
+func (h *history) plausible(id uint32) bool {
+	if !h.started {
+		return id <= maxAhead
+	}
+	return int32(id-h.newest) <= maxAhead
+}
+
 // has reports whether id was seen (or is too old to tell).
 func (h *history) has(id uint32) bool {
 	if !h.started {

@@ -1,8 +1,10 @@
 package wirefox
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,4 +67,45 @@ func TestHistoryTrimFromZero(t *testing.T) {
 	w.trim(false)
 	require.NotNil(t, w.bits, "0xFFFFFFF8 is missing, behind the wrap")
 	require.False(t, w.has(0xFFFFFFF8))
+}
+
+// TestSpoofFarAhead: a blind spoofed datagram whose datagram ID, or
+// packet ID (with the next datagram ID), is 2^30 is rejected without
+// moving the duplicate histories, and the genuine traffic after it is
+// still taken: before any genuine datagram, and in the middle of a
+// transfer.
+func TestSpoofFarAhead(t *testing.T) {
+	for _, c := range []struct {
+		dg, pkt uint32
+		early   bool
+	}{{1 << 30, 1 << 30, true}, {1 << 30, 1 << 30, false}, {1 << 30, 5, false}, {0, 1 << 30, false}} {
+		t.Run(fmt.Sprintf("dg %d pkt %d early %v", c.dg, c.pkt, c.early), func(t *testing.T) {
+			cfg := Config{}
+			p := newPair(t, cfg, cfg, 10*ms, 0, 1)
+			connect(t, p)
+			spoof := func() []byte {
+				dg := c.dg
+				if dg == 0 { // the next datagram ID, guessed
+					dg = p.B.dgHist.newest + 1
+				}
+				return dataDgram(dg, Packet{ID: c.pkt, Body: []byte{CmdPong}})
+			}
+			sent, got, spoofed := 0, 0, c.early
+			if c.early {
+				require.ErrorIs(t, p.B.HandleDatagram(p.Now, spoof()), engine.ErrRejected)
+			}
+			p.RunUntil(100_000, func() bool {
+				for ; sent < 200 && p.A.Pending() < 20; sent++ {
+					require.NoError(t, p.A.Send([]byte{CmdUser, byte(sent)}, engine.SendOptions{Channel: 1}))
+				}
+				if sent >= 100 && !spoofed {
+					require.ErrorIs(t, p.B.HandleDatagram(p.Now, spoof()), engine.ErrRejected)
+					spoofed = true
+				}
+				got += len(drain(p.B))
+				return got == 200
+			})
+			require.Equal(t, uint64(1), p.B.Stats().PacketsRejected)
+		})
+	}
 }

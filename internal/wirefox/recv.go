@@ -12,6 +12,7 @@ var (
 	errTooLong = fmt.Errorf("%w: wirefox: datagram longer than %d bytes", engine.ErrMalformed, RecvBuffer)
 	errChannel = fmt.Errorf("%w: wirefox: packet on a channel not in the table", engine.ErrRejected)
 	errEmpty   = fmt.Errorf("%w: wirefox: packet without a command byte", engine.ErrMalformed)
+	errAhead   = fmt.Errorf("%w: wirefox: datagram or packet ID implausibly far ahead", engine.ErrRejected)
 )
 
 // HandleDatagram processes one datagram received at now
@@ -24,7 +25,9 @@ var (
 // after the key exchange a datagram that does not open (ErrDecrypt; the
 // reference would end the connection), or, on an Accept session,
 // anything before an INITIAL_CLIENT; engine.ErrPeerRestarted when a new client took the
-// peer's address (see the package doc). Only ErrPeerRestarted changes
+// peer's address (see the package doc), a datagram or packet ID more than
+// maxAhead past the newest seen (see history.plausible). Only
+// ErrPeerRestarted changes
 // state; the rejected datagrams are counted in Stats.PacketsRejected.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	if s.state == engine.StateClosed {
@@ -114,9 +117,14 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 			return errChannel
 		case !p.Split() && len(p.Body) == 0:
 			return errEmpty
+		case !s.pktHist.plausible(p.ID):
+			return errAhead
 		}
 		pkts = append(pkts, p)
 		rest = rest[n:]
+	}
+	if !s.dgHist.plausible(d.ID) {
+		return errAhead
 	}
 	s.pkts = pkts
 	// A connected datagram from a client whose INITIAL_SERVER we answered
