@@ -94,7 +94,10 @@
 //     Config.Linger, or, everything acknowledged, after IdleTimeout
 //     without an answer. The peer's DISCONNECT_REQUEST is answered with an
 //     out-of-band DISCONNECT_ACK, and the session ends (with
-//     engine.ErrPeerClosed when messages of ours were pending). After its
+//     engine.ErrPeerClosed when messages of ours were pending); with
+//     messages pending the answer first waits for the ACKs the reference
+//     still sends, its 10 ms ACK delay and 5 ms cycle after a round trip,
+//     within its 200 ms linger (Session.Send is refused meanwhile). After its
 //     DISCONNECT_REQUEST the session takes and acknowledges nothing more.
 //   - Challenges (Config.Challenge, for peers running this package): an
 //     established session takes neither a DISCONNECT_REQUEST nor a new
