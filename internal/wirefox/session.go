@@ -400,8 +400,9 @@ func (s *Session) Capabilities() engine.Capabilities {
 
 // Trim frees the empty queues and histories' slack kept for traffic, the
 // duplicate histories' bitmaps (8 KiB each) where every ID they cover
-// counts as seen (see history.trim), the empty maps and the congestion
-// controller's model.
+// counts as seen (see history.trim), the empty maps, the congestion
+// controller's model and, with Config.ReferencePacing, the record of
+// datagrams in flight once none is left.
 func (s *Session) Trim() {
 	if s.unackedN == 0 {
 		s.byID = engine.FIFO[*outPkt]{} // only acknowledged packets, popped lazily
@@ -421,6 +422,9 @@ func (s *Session) Trim() {
 	s.pkts = nil
 	s.prevAcks, s.ackScratch = nil, nil
 	s.cc.Trim()
+	if s.pace != nil && s.pace.head == len(s.pace.recs) {
+		s.pace.recs, s.pace.head = nil, 0
+	}
 	// Maps keep the buckets a transfer grew: empty ones are made again
 	// when needed.
 	if len(s.dgrams) == 0 {
