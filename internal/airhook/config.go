@@ -40,9 +40,6 @@ const (
 // Config configures a Session. The zero value is usable: every zero field
 // takes the default documented on it.
 type Config struct {
-	// Session is this endpoint's own session ID. 0 means draw a random
-	// nonzero ID from Rand. (0 is reserved on the wire, docs/protocols/airhook.md §1.3.)
-	Session uint32
 	// Rand is the source of the random session ID; nil means crypto/rand.
 	// It is read only by New, and only when Session is 0.
 	Rand io.Reader
@@ -95,6 +92,11 @@ type Config struct {
 	// messages and bounds those unconfirmed; a packet whose messages the
 	// peer reports missed counts as lost. Nothing on the wire changes.
 	Congestion congestion.Algorithm
+	// Session is this endpoint's own session ID. 0 means draw a random
+	// nonzero ID from Rand. (0 is reserved on the wire,
+	// docs/protocols/airhook.md §1.3.) It sits after the flags, where it
+	// fills what would be padding.
+	Session uint32
 	// Logger receives the congestion controller's events at Debug level;
 	// nil discards them.
 	Logger *slog.Logger

@@ -255,12 +255,17 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.state == engine.StateClosing || s.state == engine.StateClosed:
 		return engine.ErrClosed
-	case opt.Delivery != engine.Reliable || opt.Channel != 0 || opt.MessageNumber != 0 || opt.Params != (engine.Params{}):
-		return engine.ErrUnsupported
+	case opt.Delivery != engine.Reliable && opt.Delivery <= engine.Passive:
+		return engine.Unsupported("airhook", "%v delivery (only reliable)", opt.Delivery)
+	}
+	if err := engine.CheckParams("airhook", opt, 1, false); err != nil {
+		return err
+	}
+	switch {
 	case len(p) == 0:
 		return engine.ErrEmptyMessage
 	case len(p) > maxMessageLen:
-		return engine.ErrMessageTooLarge
+		return engine.TooLarge("airhook", len(p), maxMessageLen)
 	case s.pending >= s.cfg.MaxQueued:
 		return engine.ErrQueueFull
 	}

@@ -13,6 +13,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -346,4 +347,36 @@ func (e timeoutError) Temporary() bool { return true }
 // graceful close, or an error wrapping ErrPeerClosed.
 type PeerCloser interface {
 	PeerClosed() (closed bool, err error)
+}
+
+// Unsupported returns an error wrapping ErrUnsupported that names what the
+// protocol cannot carry, for Send to return: "send option not supported
+// by protocol: lludp: channel 3 (only channel 0)".
+func Unsupported(protocol, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrUnsupported, protocol, fmt.Sprintf(format, args...))
+}
+
+// TooLarge returns an error wrapping ErrMessageTooLarge that gives the
+// message's size and the largest the protocol takes, both in bytes.
+func TooLarge(protocol string, n, limit int) error {
+	return fmt.Errorf("%w: %s: %d bytes, at most %d", ErrMessageTooLarge, protocol, n, limit)
+}
+
+// CheckParams returns the error of Send for options a protocol without
+// channels, message numbers or Avara fields was given, nil if none is
+// set; channels is how many channels the protocol has (1 for none).
+func CheckParams(protocol string, opt SendOptions, channels int, numbers bool) error {
+	switch {
+	case int(opt.Channel) >= channels && channels == 1:
+		return Unsupported(protocol, "channel %d (only channel 0)", opt.Channel)
+	case int(opt.Channel) >= channels:
+		return Unsupported(protocol, "channel %d (channels 0 to %d)", opt.Channel, channels-1)
+	case opt.MessageNumber != 0 && !numbers:
+		return Unsupported(protocol, "message number %#x (LLUDP only)", opt.MessageNumber)
+	case opt.Params != (Params{}):
+		return Unsupported(protocol, "Avara command and parameters (Avara only)")
+	case opt.Delivery > Passive:
+		return Unsupported(protocol, "delivery %d unknown", opt.Delivery)
+	}
+	return nil
 }

@@ -161,11 +161,17 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.state == engine.StateClosing || s.state == engine.StateClosed:
 		return engine.ErrClosed
-	case opt.Delivery != engine.Reliable && opt.Delivery != engine.Unreliable,
-		opt.Channel != 0, opt.Params != (engine.Params{}), !sendable(opt.MessageNumber):
-		return engine.ErrUnsupported
+	case opt.Delivery == engine.Passive:
+		return engine.Unsupported("lludp", "passive delivery (reliable or unreliable only)")
+	}
+	if err := engine.CheckParams("lludp", opt, 1, true); err != nil {
+		return err
+	}
+	switch {
+	case !sendable(opt.MessageNumber):
+		return engine.Unsupported("lludp", "message number %#x (outside the template's ranges, or one the transport uses)", opt.MessageNumber)
 	case len(p) > s.maxMessage():
-		return engine.ErrMessageTooLarge
+		return engine.TooLarge("lludp", len(p), s.maxMessage())
 	case s.pending >= s.cfg.MaxQueued:
 		return engine.ErrQueueFull
 	}

@@ -239,13 +239,15 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 // check returns the error Send returns for an n-byte packet with opt, nil
 // if it takes it.
 func (s *Session) check(n int, opt engine.SendOptions) error {
-	switch {
-	case s.closing || s.st > stConnected:
+	if s.closing || s.st > stConnected {
 		return engine.ErrClosed
-	case int(opt.Channel) >= s.cfg.Channels || opt.MessageNumber != 0 || opt.Params != (engine.Params{}) || opt.Delivery > engine.Passive:
-		return engine.ErrUnsupported
+	}
+	if err := engine.CheckParams("porous", opt, s.cfg.Channels, false); err != nil {
+		return err
+	}
+	switch {
 	case n > s.cfg.MaxPacket:
-		return engine.ErrMessageTooLarge
+		return engine.TooLarge("porous", n, s.cfg.MaxPacket)
 	case s.full(opt.Channel, n):
 		return engine.ErrQueueFull
 	}
