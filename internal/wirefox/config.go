@@ -175,9 +175,13 @@ type Config struct {
 	// resends. An ACK of a datagram already acknowledged is ignored here;
 	// for peers running this package.
 	RepeatAcks bool
-	// ReferencePacing paces the sender as the reference's own sender, for
-	// a peer that may be the reference (docs/protocols/wirefox.md §3.4),
-	// which cannot take datagrams much faster than it sends them: at most
+	// ReferencePeer suits a peer that may be the reference. The packet
+	// duplicate history remembers 1,048,576 packet IDs rather than 65,536
+	// (128 KiB while in use), as the reference may send packets of its
+	// whole queue ahead of the first (DatagramBuilder::MakeDatagram). And
+	// the sender keeps to the reference's own pace
+	// (docs/protocols/wirefox.md §3.4), as the reference cannot take
+	// datagrams much faster than it sends them: at most
 	// one datagram of any kind (data, ack-only, out-of-band) per 5 ms
 	// write cycle, and new packets only within the reference's congestion
 	// window: 1300 bytes, ssthresh 65,536; per ACK received + 1300 while
@@ -189,8 +193,9 @@ type Config struct {
 	// 4096 datagrams (beyond, the oldest leaves the count). Resent packets
 	// are not held back by the window. Config.Congestion still applies.
 	// Off (the default), datagrams go out as the congestion controller
-	// allows: right between peers running this package.
-	ReferencePacing bool
+	// allows and the packet history is 65,536 IDs: right between peers
+	// running this package.
+	ReferencePeer bool
 	// Congestion selects the sender's congestion controller.
 	Congestion congestion.Algorithm
 	// Logger receives the congestion controller's events; nil discards.

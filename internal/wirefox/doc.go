@@ -67,7 +67,7 @@
 //   - Congestion control: the shared controller of internal/congestion
 //     (BBR by default) paces the datagrams and bounds those in flight;
 //     RACK (RFC 8985) finds lost datagrams from the acks as a NAK would.
-//     Nothing on the wire changes. With Config.ReferencePacing, for a
+//     Nothing on the wire changes. With Config.ReferencePeer, for a
 //     peer that may be the reference, the sender also keeps to the
 //     reference's own pace: a datagram per 5 ms write cycle, new packets
 //     within the reference's congestion window (§3.4).
@@ -109,11 +109,12 @@
 //     or the restart, which ends the session with engine.ErrPeerRestarted
 //     (the reference ignores a new INITIAL_CLIENT while connected).
 //   - Duplicate histories: the last 65,536 datagram IDs and packet IDs
-//     (the reference keeps 10 s); a sender keeps fewer than 32,768 packet
-//     IDs outstanding. A datagram whose ID, or one of whose packet IDs,
-//     is more than 32,768 past the newest seen (from 0 before any) is
-//     rejected whole, so that a blind spoof cannot move a history so far
-//     that the genuine IDs count as duplicates.
+//     (the reference keeps 10 s), 1,048,576 packet IDs with
+//     Config.ReferencePeer; a sender keeps fewer than 32,768 packet IDs
+//     outstanding. A datagram whose ID, or one of whose packet IDs, is
+//     more than half its history past the newest seen (from 0 before any)
+//     is rejected whole, so that a blind spoof cannot move a history so
+//     far that the genuine IDs count as duplicates.
 //
 // # Bounds
 //

@@ -109,3 +109,27 @@ func TestSpoofFarAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestLongHistory: a long history remembers 1,048,576 IDs behind the
+// newest (a short one 65,536), takes half that ahead as plausible, and
+// its trim checks its whole window.
+func TestLongHistory(t *testing.T) {
+	h, short := history{long: true}, history{}
+	for id := uint32(0); id < 200_000; id++ {
+		if id != 100_001 {
+			h.add(id)
+			short.add(id)
+		}
+	}
+	require.False(t, h.has(100_001))
+	require.True(t, short.has(100_001), "too old for a short history")
+	require.True(t, h.plausible(199_999+longHistory/2))
+	require.False(t, h.plausible(200_000+longHistory/2))
+	require.False(t, short.plausible(200_000+historySize/2))
+	h.trim(false)
+	require.NotNil(t, h.bits)
+	h.add(100_001)
+	h.trim(false)
+	require.Nil(t, h.bits)
+	require.True(t, h.has(100_001))
+}

@@ -26,7 +26,7 @@ var (
 // reference would end the connection), or, on an Accept session,
 // anything before an INITIAL_CLIENT; engine.ErrPeerRestarted when a new client took the
 // peer's address (see the package doc), a datagram or packet ID more than
-// maxAhead past the newest seen (see history.plausible). Only
+// half its history past the newest seen (see history.plausible). Only
 // ErrPeerRestarted changes
 // state; the rejected datagrams are counted in Stats.PacketsRejected.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
@@ -150,7 +150,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	if len(d.Acks)+len(d.Naks) > 0 {
 		s.updateCC(now, sample)
 	}
-	if s.cfg.ReferencePacing {
+	if s.cfg.ReferencePeer {
 		for _, id := range d.Acks {
 			s.pace.acked(id)
 		}

@@ -108,7 +108,7 @@ func TestOrderedDuplicateSequence(t *testing.T) {
 // reassembles thousands of messages at once: under the default bound
 // every one arrives, in order, and nothing is refused.
 func TestReferenceFarAheadFill(t *testing.T) {
-	x := newRefSim(t, Config{ReferencePacing: true}, 5*ms, 0, 3)
+	x := newRefSim(t, Config{ReferencePeer: true}, 5*ms, 0, 3)
 	x.flows(10_000, SegmentSize+1, SegmentSize+100, 3, time.Hour)
 	x.logf()
 	require.Greater(t, x.peakReasm, 2000)

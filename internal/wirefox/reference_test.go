@@ -147,31 +147,44 @@ func (x *refSim) flows(n, lo, hi int, seed uint64, limit time.Duration) {
 	}
 }
 
-// TestReferencePacingNoOverflow: with ReferencePacing, 10,000
+// TestReferencePacedNoOverflow: with ReferencePeer, 10,000
 // fragmented messages (8 to 5,000 bytes) each way between the session
 // and the reference model at 0 % loss arrive exactly; the model's socket
 // buffer, read one datagram per 5 ms cycle, never overflows, and the
 // session never writes two datagrams at one instant.
-func TestReferencePacingNoOverflow(t *testing.T) {
-	x := newRefSim(t, Config{ReferencePacing: true}, 5*ms, 0, 1)
+func TestReferencePacedNoOverflow(t *testing.T) {
+	x := newRefSim(t, Config{ReferencePeer: true}, 5*ms, 0, 1)
 	x.flows(10_000, 8, 5000, 1, 2*time.Hour)
 	x.logf()
 	require.Zero(t, x.m.overflow)
 	require.Equal(t, 1, x.maxBurst)
 }
 
-// TestReferencePacingLossy: with ReferencePacing, 1,000 messages of up
+// TestReferenceLongQueue: with 30,000 messages (8 to 5,000 bytes) queued
+// at once at the reference model, the packets it sends ahead lie more
+// than 65,536 packet IDs past its oldest unacknowledged one: with
+// ReferencePeer the session's packet history, 1,048,576 IDs, still tells
+// them from duplicates, and every message arrives.
+func TestReferenceLongQueue(t *testing.T) {
+	x := newRefSim(t, Config{ReferencePeer: true}, 5*ms, 0, 6)
+	x.flows(30_000, 8, 5000, 6, 10*time.Hour)
+	x.logf()
+	require.Greater(t, x.m.spread, uint32(historySize))
+	require.Zero(t, x.s.Stats().Refused)
+}
+
+// TestReferencePacedLossy: with ReferencePeer, 1,000 messages of up
 // to 3 segments each way at 10 % loss arrive exactly, within the model's
 // 6 sends and without overflowing its socket buffer.
-func TestReferencePacingLossy(t *testing.T) {
-	x := newRefSim(t, Config{ReferencePacing: true}, 5*ms, 0.1, 2)
+func TestReferencePacedLossy(t *testing.T) {
+	x := newRefSim(t, Config{ReferencePeer: true}, 5*ms, 0.1, 2)
 	x.flows(1000, 8, 3*SegmentSize, 2, time.Hour)
 	x.logf()
 	require.Zero(t, x.m.overflow)
 	require.Equal(t, 1, x.maxBurst)
 }
 
-// TestUnpacedOverflowsReference: without ReferencePacing the session
+// TestUnpacedOverflowsReference: without ReferencePeer the session
 // writes bursts that overflow the model's socket buffer: the condition
 // the tests above check is a real one.
 func TestUnpacedOverflowsReference(t *testing.T) {
@@ -183,8 +196,8 @@ func TestUnpacedOverflowsReference(t *testing.T) {
 }
 
 func (x *refSim) logf() {
-	x.t.Logf("virtual %v, %d steps; session: peak %d messages reassembled, %d bytes held, burst %d, %+v; model: overflow %d, sends %d, sequences %d apart in a datagram",
-		x.now.Sub(t0), x.steps, x.peakReasm, x.peakBuffered, x.maxBurst, x.s.Stats(), x.m.overflow, x.m.maxSends, x.m.farAhead)
+	x.t.Logf("virtual %v, %d steps; session: peak %d messages reassembled, %d bytes held, burst %d, %+v; model: overflow %d, sends %d, sequences %d apart in a datagram, packet IDs %d past the oldest unacknowledged",
+		x.now.Sub(t0), x.steps, x.peakReasm, x.peakBuffered, x.maxBurst, x.s.Stats(), x.m.overflow, x.m.maxSends, x.m.farAhead, x.m.spread)
 }
 
 // TestReferenceKeepAlive: idle for 40 s after a transfer, the session's
@@ -192,7 +205,7 @@ func (x *refSim) logf() {
 // asserting and acknowledges them, so that the session (IdleTimeout 30 s)
 // stays established.
 func TestReferenceKeepAlive(t *testing.T) {
-	x := newRefSim(t, Config{ReferencePacing: true}, 5*ms, 0, 4)
+	x := newRefSim(t, Config{ReferencePeer: true}, 5*ms, 0, 4)
 	x.flows(10, 8, 3000, 4, time.Minute)
 	sent, end := x.s.Stats().PacketsSent, x.now.Add(40*time.Second)
 	x.run(time.Minute, func() bool { return !x.now.Before(end) })
@@ -206,7 +219,7 @@ func TestReferenceKeepAlive(t *testing.T) {
 // later); the session waits for that ACK and closes gracefully, and its
 // DISCONNECT_ACK reaches the model within its 200 ms linger.
 func TestReferenceClosesAfterLastMessage(t *testing.T) {
-	x := newRefSim(t, Config{ReferencePacing: true}, 20*ms, 0, 5)
+	x := newRefSim(t, Config{ReferencePeer: true}, 20*ms, 0, 5)
 	x.flows(3, 8, 3000, 5, time.Minute) // RTT samples
 	x.m.onRead = func() {
 		if len(x.m.got) == 4 && x.m.disconnect.IsZero() {

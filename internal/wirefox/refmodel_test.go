@@ -67,8 +67,12 @@ type refModel struct {
 	rxNext uint32
 	got    [][]byte
 	// farAhead is the largest distance between the sequences of two
-	// messages (or segments) in one data datagram the model sent.
+	// messages (or segments) in one data datagram the model sent; spread
+	// the largest between a packet ID sent and the oldest packet not yet
+	// acknowledged (front, the outbox position before which all are).
 	farAhead uint32
+	spread   uint32
+	front    int
 }
 
 type refFlight struct {
@@ -493,6 +497,12 @@ func (m *refModel) makeDatagram() {
 		lo, hi = min(lo, p.seq), max(hi, p.seq)
 	}
 	m.farAhead = max(m.farAhead, hi-lo)
+	for m.front < len(m.pkts) && m.pkts[m.front].gone {
+		m.front++
+	}
+	if m.front < len(m.pkts) {
+		m.spread = max(m.spread, slices.Max(ids)-m.pkts[m.front].id)
+	}
 	for _, i := range queue {
 		if !m.pkts[i].reliable {
 			m.pkts[i].gone = true

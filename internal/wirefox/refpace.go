@@ -2,7 +2,7 @@ package wirefox
 
 import "time"
 
-// The reference's sender (Config.ReferencePacing), iridinite/wirefox at
+// The reference's sender (Config.ReferencePeer), iridinite/wirefox at
 // 0897fcf: PacketQueue::ThreadWorker (source/PacketQueue.cpp) runs a
 // write cycle per connection every THREAD_SLEEP_PACKETQUEUE_TICK (5 ms,
 // include/wirefox/WirefoxConfig.h), and PacketQueue::DoWriteCycle writes

@@ -28,7 +28,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	}
 	s.now = now
 	s.timers(now)
-	if s.state == engine.StateClosed || s.cfg.ReferencePacing && now.Before(s.pace.next) {
+	if s.state == engine.StateClosed || s.cfg.ReferencePeer && now.Before(s.pace.next) {
 		return 0
 	}
 	if len(s.oob) > 0 {
@@ -124,7 +124,7 @@ func (s *Session) sent(now time.Time, n int, dg int64) int {
 		s.stats.PacketsSent++
 		s.stats.BytesSent += uint64(n)
 		s.lastSend = now
-		if s.cfg.ReferencePacing {
+		if s.cfg.ReferencePeer {
 			s.pace.sent(now, dg, n)
 		}
 	}
@@ -159,7 +159,7 @@ func (s *Session) timers(now time.Time) {
 		return
 	}
 	s.nakGaps(now)
-	if s.cfg.ReferencePacing {
+	if s.cfg.ReferencePeer {
 		avg, _, _ := s.rttStats()
 		s.pace.expire(now, avg)
 	}
@@ -338,9 +338,9 @@ func (s *Session) hasData() bool {
 }
 
 // newFits reports whether the next new packet fits the reference's
-// window with Config.ReferencePacing (always without).
+// window with Config.ReferencePeer (always without).
 func (s *Session) newFits() bool {
-	if !s.cfg.ReferencePacing {
+	if !s.cfg.ReferencePeer {
 		return true
 	}
 	_, m := s.nextMsg()
@@ -408,8 +408,8 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 		b = AppendPacket(b, &pk)
 		track(p)
 	}
-	room := s.maxPlain() // new packets' bytes: the reference's window room with ReferencePacing
-	if s.cfg.ReferencePacing {
+	room := s.maxPlain() // new packets' bytes: the reference's window room with ReferencePeer
+	if s.cfg.ReferencePeer {
 		room = s.pace.room()
 	}
 	for !s.windowFull() {

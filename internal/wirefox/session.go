@@ -157,7 +157,7 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
-	pace      *refPacer // with Config.ReferencePacing
+	pace      *refPacer // with Config.ReferencePeer
 	rtts      [rttSamples]time.Duration
 	nrtt      int
 	lastRTT   time.Duration
@@ -230,8 +230,9 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			Logger:      cfg.Logger,
 		}),
 	}
-	if cfg.ReferencePacing {
+	if cfg.ReferencePeer {
 		s.pace = &refPacer{window: refWindowInit, ssthresh: refSsthresh}
+		s.pktHist.long = true
 	}
 	if cfg.Client {
 		s.phase = phaseInitial
@@ -401,7 +402,7 @@ func (s *Session) Capabilities() engine.Capabilities {
 // Trim frees the empty queues and histories' slack kept for traffic, the
 // duplicate histories' bitmaps (8 KiB each) where every ID they cover
 // counts as seen (see history.trim), the empty maps, the congestion
-// controller's model and, with Config.ReferencePacing, the record of
+// controller's model and, with Config.ReferencePeer, the record of
 // datagrams in flight once none is left.
 func (s *Session) Trim() {
 	if s.unackedN == 0 {

@@ -10,7 +10,7 @@ import (
 // out-of-band message or data due now, the handshake's next attempt, the
 // owed acknowledgements, the pacer, the oldest in-flight packet's timeout
 // and RACK, the keepalive, challenge, idle and linger timers. With
-// Config.ReferencePacing a datagram due waits for the next write cycle,
+// Config.ReferencePeer a datagram due waits for the next write cycle,
 // and new data held back by the reference's window waits for the oldest
 // datagram counted in flight to expire (or for an ACK, which calls for a
 // new Deadline). Zero in StateClosed.
@@ -49,7 +49,7 @@ func (s *Session) Deadline() time.Time {
 	if s.hasData() {
 		t := s.cc.NextSend(s.now, s.cfg.MaxDatagram)
 		earliest(s.paced(t), !t.IsZero())
-	} else if s.cfg.ReferencePacing && s.active.Len() > 0 && !s.windowFull() {
+	} else if s.cfg.ReferencePeer && s.active.Len() > 0 && !s.windowFull() {
 		avg, _, _ := s.rttStats()
 		earliest(s.pace.expiresAt(avg)) // the window's room opens
 	}
@@ -67,10 +67,10 @@ func (s *Session) Deadline() time.Time {
 	return d
 }
 
-// paced returns t, or with Config.ReferencePacing the next write cycle if
+// paced returns t, or with Config.ReferencePeer the next write cycle if
 // later.
 func (s *Session) paced(t time.Time) time.Time {
-	if s.cfg.ReferencePacing && t.Before(s.pace.next) {
+	if s.cfg.ReferencePeer && t.Before(s.pace.next) {
 		return s.pace.next
 	}
 	return t
