@@ -58,7 +58,7 @@ func (c *Config) validateWirefox() error {
 
 // newWirefox builds a Wirefox engine. Message conns, which may talk to
 // the reference, send at the reference's own pace (wirefox.Config's
-// ReferencePacing: a datagram per 5 ms cycle within its congestion
+// ReferencePeer: a datagram per 5 ms cycle within its congestion
 // window), send a packet up to Config.ResendLimit times, the reference's
 // 6 when it is 0 (as the reference does: a peer that acknowledges
 // nothing is given up within seconds), and do not challenge; streams, between rudp peers, resend
@@ -79,7 +79,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		Linger:           c.Linger,
 		Congestion:       congestion.Algorithm(c.Congestion),
 		Logger:           log,
-		ReferencePacing:  !stream,
+		ReferencePeer:    !stream,
 	}
 	if c.WirefoxEncrypt {
 		cfg.Encrypt = true
