@@ -1,10 +1,12 @@
 package rudp
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,94 +96,200 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 	if !accept || stream || room == nil {
 		return avara.New(now, cfg)
 	}
-	id, ok := room.reserve(addrPortOf(peer))
+	// A listener's message conn: the client is validated (it
+	// acknowledged its TOC) before it takes a player id for good and is
+	// listed to the others (avaraRoom).
+	lg, ok := room.login(addrPortOf(peer))
 	if !ok {
 		return nil, errAvaraFull
 	}
-	cfg.ClientID = id
-	cfg.Table = func() avara.TOC { return room.sent(id) }
+	cfg.ClientID = lg.id
+	cfg.Table = func() avara.TOC { return room.loginTable(lg) }
+	cfg.Join = func() (int8, avara.TOC, bool) { return room.claim(lg) }
+	// The engine ends an unacknowledged login after
+	// avara.DefaultServerHandshakeTimeout (4 s): the reference client
+	// gives up 3 s after its Login, and 1 s more covers the round trip of
+	// a TOC sent just before that.
+	cfg.HandshakeTimeout = 0
 	s, err := avara.New(now, cfg)
 	if err != nil {
-		room.release(id)
+		room.forget(lg)
 		return nil, err
 	}
+	lg.sess = s
 	return s, nil
 }
 
 // avaraRoom is an Avara message listener's table of clients: it hands
 // out player ids 1..7 and, whenever a client joins or leaves, sends every
 // other client the new table (the TOC), as the reference server does.
+//
+// Unlike the reference, which gives a slot and lists the address in the
+// table as soon as a Login arrives, a client takes a slot only once it
+// is validated: it acknowledged its first TOC (avara.Config.Join), which
+// only the owner of the address receives. Until then it is a login: its
+// TOC gives it a provisional id, the lowest one that no validated client
+// holds and, if there is one, that no other login holds either, and
+// lists the validated clients and itself only. Logins are not counted
+// among the 7 (a full room refuses new ones, silently as the reference);
+// they are bounded by the listener's backlog, as every half-open conn.
+// At validation the provisional id is kept if still free, else the
+// lowest free id is given in a new TOC (the reference client takes a
+// later TOC's id as its own, CUDPComm::ReadFromTOC), and refused when
+// none is left. So spoofed logins take no slot and are listed to no one.
 // Lock order: a conn's a.mu, then mu.
 type avaraRoom struct {
 	mu      sync.Mutex
 	slots   [avara.MaxClients]avaraSlot
-	running bool // refresh runs
+	logins  []*avaraLogin // not yet validated
+	running bool          // refresh runs
 }
 
-// avaraSlot is one player id of a room.
+// avaraSlot is the player id of a validated client.
 type avaraSlot struct {
-	used   bool
-	addr   netip.AddrPort
-	joined bool         // its login was accepted: it is in the table
-	conn   *MessageConn // once the listener made the conn
-	toc    avara.TOC    // the table last sent to the client
+	used bool
+	addr netip.AddrPort
+	conn *MessageConn
+	toc  avara.TOC // the table last sent to the client
 }
 
-// reserve takes the lowest free player id for a client at addr, false
-// when all 7 are used.
-func (r *avaraRoom) reserve(addr netip.AddrPort) (int8, bool) {
+// avaraLogin is a client whose login was taken and which has not yet
+// acknowledged its TOC.
+type avaraLogin struct {
+	id   int8 // provisional
+	addr netip.AddrPort
+	sess *avara.Session
+	conn *MessageConn // once the listener made the conn
+	toc  avara.TOC    // the table its first TOC carried
+}
+
+// login records a client logging in from addr with a provisional id,
+// false when 7 validated clients hold every id.
+func (r *avaraRoom) login(addr netip.AddrPort) (*avaraLogin, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i := range r.slots {
-		if !r.slots[i].used {
-			r.slots[i] = avaraSlot{used: true, addr: addr}
-			return int8(i + 1), true
+	r.sweepLocked()
+	free, unshared := int8(0), int8(0)
+	for i := len(r.slots) - 1; i >= 0; i-- {
+		id := int8(i + 1)
+		if r.slots[i].used {
+			continue
+		}
+		free = id
+		if !slices.ContainsFunc(r.logins, func(l *avaraLogin) bool { return l.id == id }) {
+			unshared = id
 		}
 	}
-	return 0, false
+	if free == 0 {
+		return nil, false
+	}
+	lg := &avaraLogin{id: cmp.Or(unshared, free), addr: addr}
+	r.logins = append(r.logins, lg)
+	return lg, true
 }
 
-// release frees id, whose client never became a conn (its login was
-// refused), without telling the others: it never was in the table.
-func (r *avaraRoom) release(id int8) {
+// drop forgets the login of session s, which refused the datagram it was
+// built for: the listener discards it.
+func (r *avaraRoom) drop(s *avara.Session) {
 	r.mu.Lock()
-	r.slots[id-1] = avaraSlot{}
+	r.logins = slices.DeleteFunc(r.logins, func(l *avaraLogin) bool { return l.sess == s })
 	r.mu.Unlock()
 }
 
-// join records c as the conn of id, whose login was accepted (and which
-// was sent the table); the others get the new table.
-func (r *avaraRoom) join(id int8, c *MessageConn) {
+// forget forgets lg, whose session could not be made.
+func (r *avaraRoom) forget(lg *avaraLogin) {
 	r.mu.Lock()
-	r.slots[id-1].conn = c
-	r.kickLocked()
+	r.logins = slices.DeleteFunc(r.logins, func(l *avaraLogin) bool { return l == lg })
 	r.mu.Unlock()
 }
 
-// leave frees id, whose conn ended; the others get the new table.
-func (r *avaraRoom) leave(id int8) {
-	r.mu.Lock()
-	r.slots[id-1] = avaraSlot{}
-	r.kickLocked()
-	r.mu.Unlock()
+// endedConn reports whether c's association has ended (see connBase.finish).
+func (c *MessageConn) endedConn() bool { return c.done.Load() == closedChan }
+
+// sweepLocked forgets the logins and frees the slots whose conns ended,
+// and reports whether a slot was freed.
+func (r *avaraRoom) sweepLocked() bool {
+	r.logins = slices.DeleteFunc(r.logins, func(l *avaraLogin) bool { return l.conn != nil && l.conn.endedConn() })
+	freed := false
+	for i := range r.slots {
+		if c := r.slots[i].conn; c != nil && c.endedConn() {
+			r.slots[i] = avaraSlot{}
+			freed = true
+		}
+	}
+	return freed
 }
 
-// sent joins id to the table and returns the table, recorded as sent to
-// id: the session of id calls it when it accepts the login.
-func (r *avaraRoom) sent(id int8) avara.TOC {
+// join records c as the conn of its login (the listener made it after
+// the session took the Login): the validated ones get tables through it.
+func (r *avaraRoom) join(_ int8, c *MessageConn) {
+	addr := addrPortOf(c.raddr)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.slots[id-1].joined = true
+	for _, l := range r.logins {
+		if l.conn == nil && l.addr == addr {
+			l.conn = c
+			return
+		}
+	}
+}
+
+// leave is called when a conn of the listener ended (its id may be
+// provisional): its login is forgotten or its slot freed, and the others
+// get the new table.
+func (r *avaraRoom) leave(int8) {
+	r.mu.Lock()
+	if r.sweepLocked() {
+		r.kickLocked()
+	}
+	r.mu.Unlock()
+}
+
+// loginTable returns the table for lg's first TOC: the validated clients
+// and lg itself at its provisional id.
+func (r *avaraRoom) loginTable(lg *avaraLogin) avara.TOC {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	t := r.tableLocked()
-	r.slots[id-1].toc = t
+	t[lg.id-1] = lg.addr
+	lg.toc = t
 	return t
 }
 
-// tableLocked returns the table: the address of every player id in use.
+// claim gives lg, validated, its slot: its provisional id if still free,
+// else the lowest free one; false when none is left. It returns the id
+// and the current table, and the others get the new table.
+func (r *avaraRoom) claim(lg *avaraLogin) (int8, avara.TOC, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logins = slices.DeleteFunc(r.logins, func(l *avaraLogin) bool { return l == lg })
+	id := lg.id
+	if r.slots[id-1].used {
+		id = 0
+		for i := range r.slots {
+			if !r.slots[i].used {
+				id = int8(i + 1)
+				break
+			}
+		}
+	}
+	if id == 0 || lg.conn == nil {
+		return 0, avara.TOC{}, false
+	}
+	r.slots[id-1] = avaraSlot{used: true, addr: lg.addr, conn: lg.conn, toc: lg.toc}
+	t := r.tableLocked()
+	if id != lg.id {
+		r.slots[id-1].toc = t // sent by the session with the new id
+	}
+	r.kickLocked()
+	return id, t, true
+}
+
+// tableLocked returns the table: the address of every validated client.
 func (r *avaraRoom) tableLocked() avara.TOC {
 	var t avara.TOC
 	for i, s := range r.slots {
-		if s.joined {
+		if s.used {
 			t[i] = s.addr
 		}
 	}
@@ -302,6 +410,6 @@ func (c *MessageConn) AvaraClientID() int8 {
 // that refused the datagram it was built for and is discarded.
 func (c *Config) dropEngine(eng engine.Engine) {
 	if s, ok := eng.(*avara.Session); ok && c.room != nil {
-		c.room.release(s.PeerID())
+		c.room.drop(s)
 	}
 }

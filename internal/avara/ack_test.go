@@ -11,7 +11,7 @@ import (
 // sentServer returns a server that has sent its TOC and Control (serials
 // 0 and 2) and then n messages (serials 4, 6, ...), none acknowledged.
 func sentServer(t *testing.T, n int) *Session {
-	s := openServer(t, Config{MaxDatagram: MaxDatagram})
+	s := openServer(t, Config{MaxDatagram: MaxDatagram, HandshakeTimeout: -1})
 	for i := range n {
 		require.NoError(t, s.Send([]byte{byte(i)}, engine.SendOptions{Params: engine.Params{Command: 1}}))
 	}

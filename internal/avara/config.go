@@ -22,6 +22,11 @@ const (
 	DefaultAckDelay = 41 * time.Millisecond
 	// DefaultHandshakeTimeout is the reference client's login timeout.
 	DefaultHandshakeTimeout = 3 * time.Second
+	// DefaultServerHandshakeTimeout is how long a server session waits
+	// after the Login for the client's acknowledgement of its TOC: the
+	// reference client's 3 s login timeout, plus 1 s for the round trip
+	// of a TOC sent just before it.
+	DefaultServerHandshakeTimeout = 4 * time.Second
 	// DefaultDeadTimeout ends a connection whose oldest unacknowledged
 	// message has waited this long without any acknowledgement
 	// (docs/protocols/avara.md §3.4).
@@ -57,7 +62,9 @@ type Config struct {
 	// right password, else HandleDatagram returns an error wrapping
 	// engine.ErrRejected (engine.ErrMalformed when it does not parse) and
 	// the session, unchanged, stays in StateHandshake (the caller
-	// discards it). Accept with Client is invalid.
+	// discards it). Accept with Client is invalid. A server session,
+	// Accept or not, is established only once the client acknowledged
+	// the TOC (see Join).
 	Accept bool
 	// ClientID is the player id a server gives this client, 1..MaxClients
 	// (the caller keeps ids unique among its clients). A client ignores
@@ -89,6 +96,16 @@ type Config struct {
 	// the client logs in; nil sends an empty table. See Session.SendTOC
 	// for later tables.
 	Table func() TOC
+	// Join, on a server session, is called once the client acknowledged
+	// its first TOC, which shows that it receives what is sent to its
+	// address (validate.go); the session is then established. It returns
+	// the client's player id, 1..MaxClients: ClientID, or another one
+	// (the session then sends a TOC with that id and table t, and takes
+	// the client's messages with either id in their sender byte); ok
+	// false, or an id out of range, ends the session with an error
+	// wrapping engine.ErrRejected. nil keeps ClientID. Called from
+	// HandleDatagram.
+	Join func() (id int8, t TOC, ok bool)
 	// SkipAfter, when positive, mimics the reference receiver: once that
 	// many messages are held behind a missing one, the missing serial is
 	// skipped for good (docs/protocols/avara.md §3.3; ReferenceSkipAfter
@@ -161,8 +178,11 @@ type Config struct {
 	AckRTT bool
 	// RTOMin is the least resend timeout with AckRTT; default 10 ms.
 	RTOMin time.Duration
-	// HandshakeTimeout ends a client whose Login gets no TOC in time;
-	// default DefaultHandshakeTimeout (3 s). Negative means never.
+	// HandshakeTimeout ends a client whose Login gets no TOC in time
+	// (default DefaultHandshakeTimeout, 3 s), or a server whose client
+	// does not acknowledge its TOC in time after the Login (default
+	// DefaultServerHandshakeTimeout, 4 s), with an error wrapping
+	// engine.ErrHandshakeTimeout. Negative means never.
 	HandshakeTimeout time.Duration
 	// DeadTimeout ends the session when its oldest unacknowledged message
 	// has waited this long and nothing was acknowledged meanwhile; default
@@ -211,7 +231,12 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxDatagram = cmp.Or(c.MaxDatagram, MaxDatagram)
 	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
 	c.RTOMin = cmp.Or(c.RTOMin, 10*time.Millisecond)
-	c.HandshakeTimeout = cmp.Or(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+		if !c.Client {
+			c.HandshakeTimeout = DefaultServerHandshakeTimeout
+		}
+	}
 	c.DeadTimeout = cmp.Or(c.DeadTimeout, DefaultDeadTimeout)
 	c.Linger = cmp.Or(c.Linger, DefaultLinger)
 	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)

@@ -92,7 +92,11 @@
 //     caller's business), gets no answer, and the client ends after
 //     Config.HandshakeTimeout (3 s) with an error saying so. The server
 //     sends the TOC (Config.Table; Session.SendTOC for later ones) and its
-//     Control. A message whose sender byte names another player than the
+//     Control, and, unlike the reference, is established only once the
+//     client acknowledged the TOC, which shows that the Login's address
+//     is the client's (validate.go; Config.Join gives the final id); a
+//     Login sent again makes the TOC due at once, and a server without
+//     the acknowledgement ends after Config.HandshakeTimeout (4 s). A message whose sender byte names another player than the
 //     connection's rejects the datagram (the reference re-matches
 //     addresses instead, §3.1.5, which is a listener's business). The
 //     distribution field is parsed and ignored.

@@ -24,14 +24,16 @@ func newSession(t testing.TB, now time.Time, cfg Config) *Session {
 	return s
 }
 
-// openServer returns a server session for client 1 that accepted vector
-// V1's Login (empty password) at t0.
+// openServer returns a server session for client 1 that took vector V1's
+// Login (empty password) at t0: its TOC and Control are due, and it is
+// established once the TOC is acknowledged.
 func openServer(t testing.TB, cfg Config) *Session {
 	t.Helper()
 	cfg.Accept, cfg.ClientID = true, 1
 	s := newSession(t, t0, cfg)
 	require.NoError(t, s.HandleDatagram(t0, unhex(t, loadVectors(t).Vectors[0].Hex)))
-	require.Equal(t, engine.StateEstablished, s.State())
+	require.True(t, s.login)
+	require.Equal(t, engine.StateHandshake, s.State())
 	return s
 }
 

@@ -69,7 +69,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 // check refuses a parsed datagram before anything changes.
 func (s *Session) check(d *Datagram) error {
 	server := !s.cfg.Client
-	if server && s.state == engine.StateHandshake {
+	if server && !s.login {
 		if len(d.Messages) == 0 || !s.isLogin(&d.Messages[0]) {
 			return errNoLogin
 		}
@@ -79,7 +79,7 @@ func (s *Session) check(d *Datagram) error {
 		switch {
 		case m.Serial&1 != 0:
 			return errSerial
-		case m.HasSender && m.Sender != s.peerID && !(server && m.Command == CommandLogin):
+		case m.HasSender && m.Sender != s.peerID && m.Sender != s.prevID && !(server && m.Command == CommandLogin):
 			return errSender
 		}
 	}
@@ -179,6 +179,9 @@ func (s *Session) acked(now time.Time, m *outMsg) {
 	m.acked = true
 	s.lastAcked = now
 	s.probeAcked(m)
+	if m == s.toc {
+		s.validated()
+	}
 	if m.dg != nil {
 		if m.dg.pkt.InFlight() {
 			s.cc.OnAcked(now, &m.dg.pkt)
@@ -239,6 +242,9 @@ func (s *Session) receive(now time.Time, m *Message) {
 		}
 	case int16(off) < 0:
 		s.stats.Duplicates++
+		if m.Command == CommandLogin && s.toc != nil {
+			s.resendHandshake(now)
+		}
 	case off >= windowSerials:
 		// Beyond the window: the peer sends it again once it may.
 	case s.isHeld(m.Serial):
@@ -308,14 +314,13 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 	}
 	switch p.Command {
 	case CommandLogin:
-		if !s.cfg.Client && s.state == engine.StateHandshake {
-			s.seed = p.P3
-			s.state = engine.StateEstablished
+		if !s.cfg.Client && !s.login {
+			s.login, s.seed = true, p.P3
 			var t TOC
 			if s.cfg.Table != nil {
 				t = s.cfg.Table()
 			}
-			s.queueTOC(&t)
+			s.toc = s.queueTOC(&t)
 			s.queueControl()
 		}
 	case CommandTOC:

@@ -102,9 +102,9 @@ func (s *Session) updateCC(now time.Time, sample time.Duration) {
 }
 
 // mayOpen reports whether new messages may go: a client only once the TOC
-// gave it its id (its Login excepted).
+// gave it its id (its Login excepted), a server once it took the Login.
 func (s *Session) mayOpen() bool {
-	return s.state == engine.StateEstablished || s.state == engine.StateClosing
+	return s.state == engine.StateEstablished || s.state == engine.StateClosing || s.login
 }
 
 // nextNew returns the next message never sent, or nil.

@@ -96,10 +96,13 @@ type Session struct {
 	lastPoke               time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
 
 	// Identities (docs/protocols/avara.md §3.1).
-	id       int8  // our player id: 0 on a server, from the TOC on a client (−1 before)
-	peerID   int8  // the connection's id: the client's on a server, 0 on a client
-	seed     int32 // a server's: the client's seed from its Login
-	table    TOC   // a client's: the last TOC
+	id       int8    // our player id: 0 on a server, from the TOC on a client (−1 before)
+	peerID   int8    // the connection's id: the client's on a server, 0 on a client
+	prevID   int8    // a server's: the client's id before Config.Join changed it (−2: none)
+	login    bool    // a server's: the client's Login was taken
+	toc      *outMsg // a server's first TOC, until acknowledged (validation)
+	seed     int32   // a server's: the client's seed from its Login
+	table    TOC     // a client's: the last TOC
 	peerCram int8
 
 	// Sending (docs/protocols/avara.md §3.2, §3.4).
@@ -175,7 +178,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		s.ctl = append(s.ctl, &outMsg{transport: true, data: pw,
 			params: engine.Params{Command: CommandLogin, P3: cfg.Seed}})
 	} else {
-		s.id, s.peerID = 0, cfg.ClientID
+		s.id, s.peerID, s.prevID = 0, cfg.ClientID, -2
 	}
 	return s, nil
 }
@@ -211,9 +214,11 @@ func (s *Session) SendTOC(t TOC) error {
 	return nil
 }
 
-func (s *Session) queueTOC(t *TOC) {
-	s.ctl = append(s.ctl, &outMsg{transport: true, data: appendTOC(nil, t),
-		params: engine.Params{Command: CommandTOC, P1: s.peerID, P3: s.seed}})
+func (s *Session) queueTOC(t *TOC) *outMsg {
+	m := &outMsg{transport: true, data: appendTOC(nil, t),
+		params: engine.Params{Command: CommandTOC, P1: s.peerID, P3: s.seed}}
+	s.ctl = append(s.ctl, m)
+	return m
 }
 
 // queueControl queues our Control message: p1 0, p2 our cram level.
@@ -278,7 +283,8 @@ func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
 
 // Close begins a graceful close at now (docs/protocols/avara.md §3.5). A
-// session not yet established closes at once. Otherwise a Logout (p1 our
+// client not yet established, or a server before the Login, closes at
+// once. Otherwise a Logout (p1 our
 // id) is queued after what is pending, Send is refused, and the session
 // keeps sending, resending and acknowledging until everything, the Logout
 // included, is acknowledged (StateClosed, Err nil), or Config.Linger runs
@@ -298,11 +304,11 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // its queues, so nothing, the acknowledgement included, is written to it
 // again).
 func (s *Session) Close(now time.Time) {
-	switch s.state {
-	case engine.StateHandshake:
+	switch {
+	case s.state == engine.StateHandshake && !s.login:
 		s.state = engine.StateClosed
 		return
-	case engine.StateEstablished:
+	case s.state == engine.StateEstablished, s.state == engine.StateHandshake:
 	default:
 		return
 	}

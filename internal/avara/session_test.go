@@ -81,7 +81,7 @@ func TestWrongPassword(t *testing.T) {
 	b := make([]byte, MaxDatagram)
 	n := c.Poll(t0, b)
 	require.NoError(t, s.HandleDatagram(t0, b[:n]))
-	require.Equal(t, engine.StateEstablished, s.State())
+	require.True(t, s.login)
 }
 
 // TestAckMapV2: a server that received serials up to 10 and then 14 and
@@ -145,7 +145,7 @@ func TestLoginPad(t *testing.T) {
 	require.Equal(t, append([]byte{2, 'p', 'w'}, make([]byte, 61)...), d.Messages[0].Data)
 	s := newSession(t, t0, Config{Accept: true, ClientID: 1, Password: []byte("pw")})
 	require.NoError(t, s.HandleDatagram(t0, login))
-	require.Equal(t, engine.StateEstablished, s.State())
+	require.True(t, s.login)
 	_, err := New(t0, Config{Client: true, LoginPad: MaxData + 1})
 	require.Error(t, err)
 }

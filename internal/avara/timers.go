@@ -209,9 +209,15 @@ func (s *Session) end() (at time.Time, ok bool, err error) {
 			at, ok, err = t, true, e
 		}
 	}
-	if s.state == engine.StateHandshake && s.cfg.Client && s.cfg.HandshakeTimeout > 0 {
+	switch {
+	case s.state != engine.StateHandshake || s.cfg.HandshakeTimeout < 0:
+	case s.cfg.Client:
 		consider(s.created.Add(s.cfg.HandshakeTimeout), fmt.Errorf(
 			"%w: avara: no connection table from the server within %v: the password may be wrong or the server full",
+			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
+	case s.login:
+		consider(s.created.Add(s.cfg.HandshakeTimeout), fmt.Errorf(
+			"%w: avara: the client did not acknowledge its connection table within %v",
 			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
 	}
 	for _, m := range s.flight {
