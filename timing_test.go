@@ -454,3 +454,40 @@ func TestHandshakeTimeoutText(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamCloseBothEnds: a stream whose writer closes, and whose reader
+// closes on io.EOF, as rudpcat's send and recv do, has both ends done
+// within a few round trips (10 ms each here) plus the TIME-WAIT that
+// POROUS and Airhook keep (max(2 RTO, 1 s)), on every protocol: never at
+// Linger (10 s). Wirefox's closes cross, and each answers the other's.
+func TestStreamCloseBothEnds(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				vp := newVPath(t, 0)
+				c, s, _ := vp.streams(t, vcfg(Config{Protocol: p, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute}))
+				within(t, time.Second, func() {
+					_, err := c.Write([]byte("last words"))
+					require.NoError(t, err)
+				})
+				start := time.Now()
+				require.NoError(t, c.Close())
+				within(t, time.Second, func() {
+					got, err := io.ReadAll(s)
+					require.NoError(t, err)
+					require.Equal(t, "last words", string(got))
+				})
+				require.NoError(t, s.Close())
+				within(t, time.Minute, func() {
+					<-c.Done()
+					<-s.Done()
+				})
+				took := time.Since(start)
+				require.Less(t, took, 1500*time.Millisecond, "both ends done after %v", took)
+				c.a.mu.Lock()
+				require.NoError(t, c.err)
+				c.a.mu.Unlock()
+			})
+		})
+	}
+}

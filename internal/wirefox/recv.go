@@ -160,8 +160,15 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	}
 	if s.discSent || s.state == engine.StateClosed {
 		// After our DISCONNECT_REQUEST nothing more is taken or
-		// acknowledged, so that a challenge of it finds us gone.
+		// acknowledged, so that a challenge of it finds us gone; but the
+		// peer's own DISCONNECT_REQUEST, a close crossing ours, is
+		// answered, or each side would wait for the other's
+		// DISCONNECT_ACK until its linger ran out. Everything of ours is
+		// acknowledged by then (see discSent), so nothing is lost.
 		s.dgHist.add(d.ID)
+		if s.discSent && s.failAfter == nil && hasDisconnect(pkts) {
+			s.answerClose()
+		}
 		return nil
 	}
 	// New packets are taken all or none while refusing: an ACK covers
@@ -287,6 +294,16 @@ func (s *Session) pktAcked(p *outPkt) {
 	if m.unacked--; m.unacked == 0 && m.next == m.nseg {
 		s.done(m)
 	}
+}
+
+// hasDisconnect reports whether pkts hold a DISCONNECT_REQUEST.
+func hasDisconnect(pkts []Packet) bool {
+	for i := range pkts {
+		if !pkts[i].Split() && len(pkts[i].Body) > 0 && pkts[i].Body[0] == CmdDisconnectRequest {
+			return true
+		}
+	}
+	return false
 }
 
 // refusing reports whether new packets are refused now.
