@@ -79,7 +79,6 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		cfg.MaxDatagram -= sealLen
 		cfg.AckRTT = true
 		cfg.AckDelay = avaraStreamAckDelay
-		cfg.LoginPad = avaraStreamLoginPad
 		// A peer is given up when data waits unacknowledged, or nothing
 		// arrives, for IdleTimeout; the engine's keepalive Pings (which
 		// the stream ignores) keep an idle stream's peers hearing from
@@ -91,6 +90,14 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 	}
 	if !accept {
 		cfg.Seed = int32(c.random64())
+		// The Login is padded so that the listener's TOC fits what it
+		// may send an address not yet validated (3 times what it
+		// received): a rudp listener answers at once instead of at the
+		// Login's resend, 2 s later. The reference server compares the
+		// password's Pascal string alone and ignores what follows
+		// (avaraline/Avara aaa5e63, src/net/CUDPComm.cpp,
+		// CUDPComm::DoLogin).
+		cfg.LoginPad = avaraStreamLoginPad
 	}
 	room := c.room
 	if !accept || stream || room == nil {
