@@ -70,10 +70,11 @@ type assoc struct {
 	// it receives what this end sends), at most amplification times the
 	// bytes received from it are sent to it (RFC 9000 §8.1), so that a
 	// spoofed source cannot make this end a traffic amplifier.
-	limited  bool
-	received uint64 // bytes received from the peer while limited
-	sent     uint64 // bytes sent to it while limited
-	ampDrops uint64 // datagrams not sent for that
+	limited    bool
+	awaitProof bool   // open, limited until the engine's Prover holds
+	received   uint64 // bytes received from the peer while limited
+	sent       uint64 // bytes sent to it while limited
+	ampDrops   uint64 // datagrams not sent for that
 }
 
 // amplification is how many times the bytes received from a peer not yet
@@ -171,6 +172,10 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	err := a.eng.HandleDatagram(now, p)
 	if a.limited && err == nil {
 		a.received += uint64(n)
+		if a.awaitProof && a.eng.(engine.Prover).PeerProven() {
+			a.awaitProof = false
+			a.validated()
+		}
 	}
 	if errors.Is(err, engine.ErrPeerRestarted) {
 		a.endLocked(ErrReset)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pion/transport/v3/deadline"
+	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // kind is what differs between a stream Conn and a MessageConn in the
@@ -201,6 +202,10 @@ func (b *connBase) markOpened() {
 	b.openedF.Store(true)
 	b.timers[0].Stop()
 	b.timers[0] = nil // an open conn keeps no timer of its own
+	if p, ok := b.a.eng.(engine.Prover); ok && !p.PeerProven() {
+		b.a.awaitProof = true // validated once it holds (see inputLocked)
+		return
+	}
 	b.a.validated()
 }
 

@@ -294,6 +294,17 @@ type Holder interface {
 	Held() int
 }
 
+// Prover is implemented by engines whose handshake does not show that the
+// peer receives what this end sends: LLUDP's UseCircuitCode comes from
+// any source. PeerProven reports whether the peer has since acknowledged,
+// or answered, a datagram of ours. It is a weak proof (the numbers
+// acknowledged start at 1, which a blind source can guess), but it makes
+// a spoofed source work for what it gets: until it holds, a listener
+// sends the address at most 3 times what it received.
+type Prover interface {
+	PeerProven() bool
+}
+
 // Trimmer is implemented by engines that can free memory they keep for
 // traffic (rings grown by a transfer, recycled buffers) when the
 // association is idle; they allocate it again when traffic resumes. Call

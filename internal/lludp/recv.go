@@ -258,6 +258,7 @@ func (s *Session) acked(now time.Time, id uint32) {
 		s.cc.Spurious()
 	}
 	s.cc.OnAcked(now, &m.pkt)
+	s.proven = true
 	if m.resends == 0 { // Karn: only datagrams sent once
 		s.ackSample = now.Sub(m.sentAt)
 		if s.rtt != nil {
@@ -271,6 +272,10 @@ func (s *Session) acked(now time.Time, id uint32) {
 	s.pending--
 	s.release(m)
 }
+
+// PeerProven implements engine.Prover: the peer has acknowledged a
+// reliable datagram of ours or answered one of our StartPingChecks.
+func (s *Session) PeerProven() bool { return s.proven }
 
 // circuitOpened marks the circuit open (docs/protocols/lludp.md §3.1).
 func (s *Session) circuitOpened(now time.Time) {
@@ -312,6 +317,7 @@ func (s *Session) pingAnswered(now time.Time, id uint8) {
 		return
 	}
 	s.pingsOut = later
+	s.proven = true
 	sample := time.Duration(later)*s.cfg.KeepAlive + now.Sub(s.pingAt)
 	if !s.pinged {
 		s.pinged = true

@@ -52,6 +52,9 @@ type Session struct {
 	suspect msgList            // lost by RACK, waiting for the resend timeout (without AckRTT)
 	lost    msgList            // declared lost, waiting to be resent
 	cc      *congestion.Controller
+	// proven: the peer acknowledged a datagram of ours or answered a
+	// ping (see PeerProven).
+	proven bool
 	// ackSample is the RTT of the newest datagram sent once that the
 	// datagram being handled acknowledged, 0 if none.
 	ackSample time.Duration
