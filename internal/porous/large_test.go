@@ -167,3 +167,27 @@ func TestLargeFramesLossy(t *testing.T) {
 	checkInvariants(t, p.A)
 	checkInvariants(t, p.B)
 }
+
+// TestLargeProbeLossNoCongestion: large frames lost before any was
+// acknowledged are probes of the path, and their loss says the path does
+// not carry them, not that it is congested: the congestion controller
+// forgets them (as QUIC treats a lost probe of the path MTU, RFC 9000
+// §14.4). On a path that drops every large datagram and nothing else, A
+// resends, yet its controller counts no byte lost, no datagram lost and
+// no congestion event.
+func TestLargeProbeLossNoCongestion(t *testing.T) {
+	p := largePair(t, 0)
+	p.AB.Drop = func(b []byte) bool { return len(b) > MaxFrameSize }
+	var msgs [][]byte
+	for i := range 10 {
+		msgs = append(msgs, testPacket(0, i, 20_000))
+	}
+	require.Equal(t, msgs, sendAndCollect(t, p, msgs))
+	require.True(t, p.A.largeLost)
+	st := p.A.Stats()
+	require.NotZero(t, st.Retransmits, "the lost probes were resent, split")
+	require.Zero(t, st.Congestion.Lost, "bytes lost")
+	require.Zero(t, st.Congestion.Losses, "datagrams lost")
+	require.Zero(t, st.Congestion.Events, "congestion events")
+	require.Zero(t, st.Congestion.InFlight)
+}
