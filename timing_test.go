@@ -229,33 +229,46 @@ func TestStreamToMessageListener(t *testing.T) {
 
 // TestLinger: a stream closed while its peer reads nothing (so its window
 // stays shut and the written bytes cannot all leave) ends exactly Linger
-// after Close, with ErrLingerTimeout, and resets the peer.
+// after Close, with ErrLingerTimeout, and resets the peer; with
+// SetLinger(3), exactly 3 s after Close, whatever Config.Linger.
 func TestLinger(t *testing.T) {
-	const linger = 4 * time.Second
-	for _, p := range Protocols() {
-		t.Run(p.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				vp := newVPath(t, 0)
-				cfg := vcfg(Config{Protocol: p, RecvWindow: 64 << 10, SendBuffer: 64 << 10, Linger: linger,
-					IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
-				c, s, _ := vp.streams(t, cfg)
-				var err error
-				within(t, time.Second, func() { _, err = c.Write(make([]byte, 100<<10)) })
-				require.NoError(t, err)
-				start := time.Now()
-				require.NoError(t, c.Close())
-				within(t, 10*linger, func() { <-c.Done() })
-				require.Equal(t, linger, time.Since(start))
-				c.a.mu.Lock()
-				require.ErrorIs(t, c.err, ErrLingerTimeout)
-				c.a.mu.Unlock()
-
-				time.Sleep(vpathDelay) // the reset reaches the peer
-				synctest.Wait()
-				require.ErrorIs(t, send(s, p, []byte("x")), ErrReset)
-			})
-		})
+	for _, setLinger := range []int{-1, 3} {
+		for _, p := range Protocols() {
+			name := p.String()
+			if setLinger >= 0 {
+				name += "/SetLinger"
+			}
+			t.Run(name, func(t *testing.T) { testLinger(t, p, setLinger) })
+		}
 	}
+}
+
+func testLinger(t *testing.T, p Protocol, setLinger int) {
+	linger := 4 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		vp := newVPath(t, 0)
+		cfg := vcfg(Config{Protocol: p, RecvWindow: 64 << 10, SendBuffer: 64 << 10, Linger: linger,
+			IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
+		c, s, _ := vp.streams(t, cfg)
+		if setLinger >= 0 {
+			require.NoError(t, c.SetLinger(setLinger))
+			linger = time.Duration(setLinger) * time.Second
+		}
+		var err error
+		within(t, time.Second, func() { _, err = c.Write(make([]byte, 100<<10)) })
+		require.NoError(t, err)
+		start := time.Now()
+		require.NoError(t, c.Close())
+		within(t, 10*linger, func() { <-c.Done() })
+		require.Equal(t, linger, time.Since(start))
+		c.a.mu.Lock()
+		require.ErrorIs(t, c.err, ErrLingerTimeout)
+		c.a.mu.Unlock()
+
+		time.Sleep(vpathDelay) // the reset reaches the peer
+		synctest.Wait()
+		require.ErrorIs(t, send(s, p, []byte("x")), ErrReset)
+	})
 }
 
 // TestLingerMessages: a message conn closed with messages its peer never
