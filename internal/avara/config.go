@@ -151,6 +151,17 @@ type Config struct {
 	// transfers between peers that both run this package (rudp's
 	// streams). Off by default.
 	ReferencePeer bool
+	// ReliablePeer declares that the peer runs this package and resends
+	// every message unchanged until acknowledged, as rudp's streams do.
+	// The session then takes from the peer's address only what such a
+	// peer can send (spoof.go): messages within 512 serials of the next
+	// expected one (and sends within 512 of the last acknowledged one),
+	// two different copies of one serial end the session with an error
+	// wrapping ErrSpoofed, and so do the peer's ack fields staying behind
+	// one taken before for max(4 × RTO, engine.ChallengeMin). Not for a
+	// peer that may be the reference, whose ack fields go back (§4.2).
+	// Off by default.
+	ReliablePeer bool
 	// ChallengeClose makes an established session challenge a close
 	// (the peer's Logout, or a Kill naming a client) before taking it,
 	// and a closing one refuse, unacknowledged, every new message but

@@ -108,7 +108,7 @@ func (s *Session) handle(now time.Time, d *Datagram, n int) {
 	s.stats.BytesReceived += uint64(n)
 	s.unheard = 0
 	sample := s.applyAcks(now, d)
-	for i := range d.Messages {
+	for i := 0; i < len(d.Messages) && s.state != engine.StateClosed; i++ {
 		s.receive(now, &d.Messages[i])
 	}
 	s.detectLosses(now)
@@ -146,7 +146,7 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 		}
 	}
 	if int16(d.Ack-s.peerAck) > 0 { // older fields are stale (§4.2)
-		s.peerAck = d.Ack
+		s.peerAck, s.behindSince = d.Ack, time.Time{}
 		for _, m := range s.flight {
 			if int16(m.serial-d.Ack) > 0 {
 				break
@@ -155,6 +155,8 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 				ack(m)
 			}
 		}
+	} else {
+		s.ackBehind(now, d.Ack)
 	}
 	if newest != nil && !resent {
 		sample = now.Sub(newest.firstSent)
@@ -229,23 +231,28 @@ func (s *Session) receive(now time.Time, m *Message) {
 		return
 	}
 	switch {
+	case s.isHeld(m.Serial) && int16(off) >= 0 && s.cfg.ReliablePeer && !s.sameAsHeld(m):
+		s.spoofed(m.Serial)
 	case off == 0 && s.isHeld(m.Serial):
 		// Held already and refused when its turn came (SetRecvOpen):
 		// taken from the ring, so that no stale copy stays there.
 		s.stats.Duplicates++
 		s.drainHeld(now)
 	case off == 0:
-		p := engine.Params{Command: m.Command, P1: m.P1, P2: m.P2, P3: m.P3}
+		p := paramsOf(m)
 		if s.take(now, p, m.Data, true) {
+			s.recordTaken(m.Serial, p, m.Data)
 			s.expected += 2
 			s.drainHeld(now)
 		}
+	case int16(off) < 0 && !s.sameAsTaken(m):
+		s.spoofed(m.Serial)
 	case int16(off) < 0:
 		s.stats.Duplicates++
 		if m.Command == CommandLogin && s.toc != nil {
 			s.resendHandshake(now)
 		}
-	case off >= windowSerials:
+	case off >= s.window():
 		// Beyond the window: the peer sends it again once it may.
 	case s.isHeld(m.Serial):
 		s.stats.Duplicates++
@@ -258,8 +265,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 		if s.ring == nil {
 			s.ring = make([]held, heldSlots)
 		}
-		*s.slot(m.Serial) = held{ok: true, serial: m.Serial, data: bytes.Clone(m.Data),
-			params: engine.Params{Command: m.Command, P1: m.P1, P2: m.P2, P3: m.P3}}
+		*s.slot(m.Serial) = held{ok: true, serial: m.Serial, data: bytes.Clone(m.Data), params: paramsOf(m)}
 		s.nHeld++
 		// A held message at the expected serial is one refused: never
 		// skipped, it is delivered once the session takes messages.
@@ -288,6 +294,7 @@ func (s *Session) drainHeld(now time.Time) {
 		if !s.take(now, h.params, h.data, false) {
 			return
 		}
+		s.recordTaken(s.expected, h.params, h.data)
 		*h = held{}
 		s.nHeld--
 		s.expected += 2

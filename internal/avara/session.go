@@ -134,6 +134,10 @@ type Session struct {
 	recvShut  bool
 	dg        Datagram
 
+	// Config.ReliablePeer (spoof.go).
+	seen        []seenSum // checksums of the messages taken, reliableWindow/2 slots
+	behindSince time.Time // since when the peer's ack fields stay behind peerAck
+
 	closeAt time.Time
 	logout  *outMsg // our Logout, once Close queued it
 
@@ -371,14 +375,16 @@ func (s *Session) Capabilities() engine.Capabilities {
 	}
 }
 
-// Trim frees what an idle session keeps for traffic: the empty queues and
-// the receive ring when nothing is held.
+// Trim frees what an idle session keeps for traffic: the empty queues,
+// the receive ring when nothing is held, and the checksums of the
+// messages taken (Config.ReliablePeer).
 func (s *Session) Trim() {
 	s.queue.Trim()
 	s.recv.Trim()
 	if s.nHeld == 0 {
 		s.ring = nil
 	}
+	s.seen = nil // a later forged copy of an old serial is then a duplicate
 	if len(s.flight) == 0 {
 		s.flight = nil
 	}

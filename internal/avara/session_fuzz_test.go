@@ -31,7 +31,7 @@ func FuzzAvaraSession(f *testing.F) {
 func fuzzAvaraSession(t *testing.T, b []byte, captures [][]byte) {
 	cfg := Config{AckRTT: true, HandshakeTimeout: 5 * time.Second, DeadTimeout: 10 * time.Second, MaxQueued: 64}
 	if len(b) > 0 { // the first byte's low bits choose the options
-		cfg.ReferencePeer, cfg.ChallengeClose = b[0]&1 != 0, b[0]&2 != 0
+		cfg.ReferencePeer, cfg.ChallengeClose, cfg.ReliablePeer = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0
 	}
 	p := newPair(t, cfg, cfg, 5*ms, 0, 7)
 	p.PollLimit = 10_000
@@ -88,7 +88,7 @@ func checkInvariants(t *testing.T, s *Session) {
 	for i := range s.ring {
 		if h := &s.ring[i]; h.ok {
 			held++
-			if off := h.serial - s.expected; off == 0 || off >= windowSerials {
+			if off := h.serial - s.expected; off == 0 || off >= s.window() {
 				t.Fatalf("serial %d held with %d expected", h.serial, s.expected)
 			}
 		}

@@ -1,0 +1,108 @@
+package avara
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/enginetest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBlindSerialSweep: as a transfer of 300 messages starts, a blind
+// attacker sends the receiver 128 messages from the sender's address,
+// 512 serials apart, so that some land in any window. Protection
+// (ReliablePeer): a 512-serial window, and two different copies of one
+// serial end the session with ErrSpoofed. The receiver delivers exactly
+// the sender's messages, in order, or ends with ErrSpoofed; it never
+// delivers a forged message silently, and never stalls. Without
+// ReliablePeer (the reference's window, no comparison) the forged
+// messages take the place of the sender's.
+func TestBlindSerialSweep(t *testing.T) {
+	for _, reliable := range []bool{false, true} {
+		for _, offset := range []uint16{0, 10, 100, 300, 510} {
+			t.Run(fmt.Sprint(reliable, offset), func(t *testing.T) {
+				blindSweep(t, reliable, offset)
+			})
+		}
+	}
+}
+
+func blindSweep(t *testing.T, reliable bool, offset uint16) {
+	cfg := streamConfig(true)
+	cfg.ReliablePeer = reliable
+	p := established(t, cfg)
+	var want, got []string
+	for i := range 300 {
+		msg := fmt.Sprintf("m%03d", i)
+		want = append(want, msg)
+		require.NoError(t, p.A.Send([]byte(msg), engine.SendOptions{Params: engine.Params{Command: StreamCommand}}))
+	}
+	for k := range uint16(128) {
+		d := Datagram{Ack: NothingReceived, Messages: []Message{{Serial: k*512 + offset, Command: StreamCommand, Data: []byte("forged")}}}
+		p.AB.Queue = append(p.AB.Queue, enginetest.Datagram{At: p.Now, Data: datagram(d)})
+	}
+	p.RunUntil(1_000_000, func() bool {
+		got = append(got, drain(p.B)...)
+		return len(got) == len(want) || p.B.State() == engine.StateClosed
+	})
+	if !reliable {
+		require.NoError(t, p.B.Err())
+		require.NotEqual(t, want, got, "forged messages delivered")
+		return
+	}
+	if p.B.State() == engine.StateClosed {
+		require.ErrorIs(t, p.B.Err(), ErrSpoofed)
+		return
+	}
+	require.Equal(t, want, got)
+}
+
+// TestForgedAck: a blind attacker acknowledges, from the receiver's
+// address, every message the sender has sent, one of which was lost.
+// Protection (ReliablePeer): the receiver's ack fields then stay behind
+// what the sender took as acknowledged, which ends the sender with
+// ErrSpoofed at the receiver's first datagram after max(4 × RTO, 1 s)
+// instead of leaving the receiver
+// waiting for the lost message for ever. Without ReliablePeer the stall
+// is silent.
+func TestForgedAck(t *testing.T) {
+	for _, reliable := range []bool{false, true} {
+		t.Run(fmt.Sprint(reliable), func(t *testing.T) {
+			cfg := streamConfig(true)
+			cfg.ReliablePeer = reliable
+			p := established(t, cfg)
+			dropped := false
+			p.AB.Drop = func(b []byte) bool {
+				var d Datagram
+				if dropped || ParseDatagram(b, &d, DefaultVersion) != nil || len(d.Messages) == 0 {
+					return false
+				}
+				dropped = true
+				return true
+			}
+			for i := range 20 {
+				require.NoError(t, p.A.Send([]byte{byte(i)}, engine.SendOptions{Params: engine.Params{Command: StreamCommand}}))
+			}
+			p.StepTo(p.Now)
+			require.True(t, dropped)
+			forged := datagram(Datagram{Ack: p.A.nextSerial - 2})
+			p.BA.Queue = append([]enginetest.Datagram{{At: p.Now, Data: forged}}, p.BA.Queue...)
+			start := p.Now
+			p.RunUntil(100_000, func() bool {
+				return p.A.State() == engine.StateClosed || p.Now.Sub(start) > 20*time.Second
+			})
+			if !reliable {
+				require.NoError(t, p.A.Err())
+				require.Zero(t, p.A.Pending(), "the sender believes all acknowledged")
+				require.Less(t, len(drain(p.B)), 20, "the receiver waits for the lost message")
+				return
+			}
+			require.ErrorIs(t, p.A.Err(), ErrSpoofed)
+			// At the first of the receiver's datagrams after 1 s: it
+			// acknowledges again every AckDelay + RTO while it holds a gap.
+			require.LessOrEqual(t, p.Now.Sub(start), 3*time.Second)
+		})
+	}
+}
