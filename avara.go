@@ -87,6 +87,10 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		cfg.IdleTimeout = c.IdleTimeout
 		cfg.KeepAlive = c.streamKeepAlive(accept)
 		cfg.ChallengeClose = true // a Logout from the peer's address may be spoofed
+		// The peer runs this package: take only what it can send
+		// (a forged message or acknowledgement ends the stream with an
+		// error instead of stalling or corrupting it).
+		cfg.ReliablePeer = true
 	}
 	if !accept {
 		cfg.Seed = int32(c.random64())
