@@ -50,7 +50,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 		return engine.ErrClosed
 	}
 	d := &s.dg
-	err := ParseDatagram(b, d, s.cfg.Version)
+	err := s.parse(b, d)
 	if errors.Is(err, ErrPunch) {
 		return nil
 	}

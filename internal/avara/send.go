@@ -215,7 +215,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 			s.unheard++
 		}
 	}
-	seal(b, s.cfg.Version)
+	seal(b, s.sendVersion())
 	s.pay(len(b))
 	s.owe = false
 	s.lastSent = now

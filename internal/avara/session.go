@@ -101,7 +101,7 @@ type Session struct {
 	prevID   int8    // a server's: the client's id before Config.Join changed it (−2: none)
 	login    bool    // a server's: the client's Login was taken
 	toc      *outMsg // a server's first TOC, until acknowledged (validation)
-	seed     int32   // a server's: the client's seed from its Login
+	seed     int32   // the client's seed: a client's own, a server's from the Login
 	table    TOC     // a client's: the last TOC
 	peerCram int8
 
@@ -176,7 +176,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		s.rtt = engine.NewRTT(time.Second, cfg.RTOMin, maxRetransmit)
 	}
 	if cfg.Client {
-		s.id, s.peerID = -1, 0
+		s.id, s.peerID, s.seed = -1, 0, cfg.Seed
 		pw := append([]byte{byte(len(cfg.Password))}, cfg.Password...)
 		pw = append(pw, make([]byte, max(0, cfg.LoginPad-len(pw)))...)
 		s.ctl = append(s.ctl, &outMsg{transport: true, data: pw,

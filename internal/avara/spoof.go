@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
@@ -42,6 +43,15 @@ import (
 //     taken as acknowledged that the peer does not have, and they are no
 //     longer here to be sent again. Without the check the peer would
 //     wait for them silently for ever.
+//   - Session checksum: the checksum of every datagram but the Login
+//     covers, in place of the network version, the version mixed with
+//     the client's seed (sessionVersion), which only the two ends know:
+//     a datagram of another session, an earlier one of the same peers
+//     replayed included, fails the checksum and is dropped as malformed,
+//     and a blind attacker must guess those 16 bits on top of the
+//     serial. The Login, which opens the session, carries the seed and
+//     keeps the plain version; a server takes a datagram with the plain
+//     version only when it holds nothing but a Login (a duplicate).
 //
 // A forged message that lands exactly at the next serial is delivered at
 // once; it is found, and the session ends, when the peer's copy comes
@@ -92,9 +102,10 @@ func paramsOf(m *Message) engine.Params {
 }
 
 // recordTaken keeps the checksum of the message taken at serial
-// (ReliablePeer).
+// (ReliablePeer). A Login is not kept: a Login of an earlier session of
+// the same client, replayed, differs (its seed) and changes nothing.
 func (s *Session) recordTaken(serial uint16, p engine.Params, data []byte) {
-	if !s.cfg.ReliablePeer {
+	if !s.cfg.ReliablePeer || p.Command == CommandLogin {
 		return
 	}
 	if s.seen == nil {
@@ -140,4 +151,43 @@ func (s *Session) ackBehind(now time.Time, ack uint16) {
 		s.fail(fmt.Errorf("%w: the peer's acknowledgements stay at serial %d, behind serial %d taken as acknowledged",
 			ErrSpoofed, ack, s.peerAck))
 	}
+}
+
+// sessionVersion returns what the checksums of a ReliablePeer session's
+// datagrams cover in place of the network version: version mixed with
+// the client's seed.
+func sessionVersion(version uint16, seed int32) uint16 {
+	return version ^ uint16(uint32(seed)*0x9E3779B1>>16)
+}
+
+// sendVersion returns the version our datagrams' checksums cover: with
+// ReliablePeer the session's, except a client's before the TOC (its
+// Login).
+func (s *Session) sendVersion() uint16 {
+	switch {
+	case !s.cfg.ReliablePeer:
+		return s.cfg.Version
+	case s.cfg.Client && s.state == engine.StateHandshake:
+		return s.cfg.Version
+	}
+	return sessionVersion(s.cfg.Version, s.seed)
+}
+
+// parse parses b into d with the version the peer's checksums cover:
+// with ReliablePeer the session's, except a server's before the Login
+// and for a datagram holding nothing but a Login (the client sent it
+// again).
+func (s *Session) parse(b []byte, d *Datagram) error {
+	if !s.cfg.ReliablePeer || !s.cfg.Client && !s.login {
+		return ParseDatagram(b, d, s.cfg.Version)
+	}
+	err := ParseDatagram(b, d, sessionVersion(s.cfg.Version, s.seed))
+	if err == nil || s.cfg.Client || !errors.Is(err, engine.ErrMalformed) {
+		return err
+	}
+	if ParseDatagram(b, d, s.cfg.Version) != nil || len(d.Messages) == 0 ||
+		slices.ContainsFunc(d.Messages, func(m Message) bool { return m.Command != CommandLogin }) {
+		return err
+	}
+	return nil
 }

@@ -10,9 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// forge encodes d as an attacker who guessed the session's checksum
+// version (1 in 65,536) forges it: with ReliablePeer, the session's.
+func forge(reliable bool, d Datagram) []byte {
+	v := uint16(DefaultVersion)
+	if reliable {
+		v = sessionVersion(v, v1Seed)
+	}
+	return AppendDatagram(nil, &d, v)
+}
+
 // TestBlindSerialSweep: as a transfer of 300 messages starts, a blind
 // attacker sends the receiver 128 messages from the sender's address,
-// 512 serials apart, so that some land in any window. Protection
+// 512 serials apart, so that some land in any window, with the checksum
+// of the session (see TestReplayOldSession for what happens to others). Protection
 // (ReliablePeer): a 512-serial window, and two different copies of one
 // serial end the session with ErrSpoofed. The receiver delivers exactly
 // the sender's messages, in order, or ends with ErrSpoofed; it never
@@ -41,7 +52,7 @@ func blindSweep(t *testing.T, reliable bool, offset uint16) {
 	}
 	for k := range uint16(128) {
 		d := Datagram{Ack: NothingReceived, Messages: []Message{{Serial: k*512 + offset, Command: StreamCommand, Data: []byte("forged")}}}
-		p.AB.Queue = append(p.AB.Queue, enginetest.Datagram{At: p.Now, Data: datagram(d)})
+		p.AB.Queue = append(p.AB.Queue, enginetest.Datagram{At: p.Now, Data: forge(reliable, d)})
 	}
 	p.RunUntil(1_000_000, func() bool {
 		got = append(got, drain(p.B)...)
@@ -76,7 +87,7 @@ func TestForgedAck(t *testing.T) {
 			dropped := false
 			p.AB.Drop = func(b []byte) bool {
 				var d Datagram
-				if dropped || ParseDatagram(b, &d, DefaultVersion) != nil || len(d.Messages) == 0 {
+				if dropped || p.B.parse(b, &d) != nil || len(d.Messages) == 0 {
 					return false
 				}
 				dropped = true
@@ -87,7 +98,7 @@ func TestForgedAck(t *testing.T) {
 			}
 			p.StepTo(p.Now)
 			require.True(t, dropped)
-			forged := datagram(Datagram{Ack: p.A.nextSerial - 2})
+			forged := forge(reliable, Datagram{Ack: p.A.nextSerial - 2})
 			p.BA.Queue = append([]enginetest.Datagram{{At: p.Now, Data: forged}}, p.BA.Queue...)
 			start := p.Now
 			p.RunUntil(100_000, func() bool {
@@ -105,4 +116,52 @@ func TestForgedAck(t *testing.T) {
 			require.LessOrEqual(t, p.Now.Sub(start), 3*time.Second)
 		})
 	}
+}
+
+// TestReplayOldSession: an attacker replays, from the client's address,
+// every datagram the client of an earlier session of the same two peers
+// sent, while a new session carries 300 messages. Protection
+// (ReliablePeer): the checksums of a session's datagrams cover a version
+// mixed with the client's seed, so the earlier session's datagrams are
+// dropped as malformed (its Login, a duplicate, excepted): the new
+// session delivers exactly its own messages and does not end. Without
+// the session checksum the earlier messages, at the same serials, are
+// taken as the client's or end the session as forged.
+func TestReplayOldSession(t *testing.T) {
+	cfg := streamConfig(true)
+	cfg.ReliablePeer = true
+	transfer := func(p *pair, tag string, during func()) []string {
+		var want, got []string
+		for i := range 300 {
+			msg := fmt.Sprintf("%s%03d", tag, i)
+			want = append(want, msg)
+			require.NoError(t, p.A.Send([]byte(msg), engine.SendOptions{Params: engine.Params{Command: StreamCommand}}))
+		}
+		during()
+		p.RunUntil(1_000_000, func() bool {
+			got = append(got, drain(p.B)...)
+			return len(got) == len(want) || p.B.State() == engine.StateClosed
+		})
+		require.NoError(t, p.B.Err())
+		require.Equal(t, want, got)
+		return got
+	}
+	old := established(t, cfg)
+	transfer(old, "old", func() {})
+	old.A.Close(old.Now)
+	old.RunUntil(100_000, func() bool { return old.A.State() == engine.StateClosed && old.B.State() == engine.StateClosed })
+	recorded := old.AB.Log
+	require.Greater(t, len(recorded), 10)
+
+	a, b := cfg, cfg
+	a.Client, a.Seed = true, v1Seed+1
+	b.Accept, b.ClientID = true, 1
+	p := enginetest.NewPair(t, t0, newSession(t, t0, a), newSession(t, t0, b), 5*ms, 0, 2, MaxDatagram)
+	p.RunUntil(1000, func() bool { return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished })
+	transfer(p, "new", func() {
+		for _, d := range recorded {
+			p.AB.Queue = append(p.AB.Queue, enginetest.Datagram{At: p.Now, Data: d})
+		}
+	})
+	require.GreaterOrEqual(t, p.B.Stats().PacketsRejected, uint64(len(recorded)-2), "all but the Logins dropped")
 }
