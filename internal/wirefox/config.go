@@ -164,10 +164,11 @@ type Config struct {
 	// Linger bounds StateClosing; default DefaultLinger.
 	Linger time.Duration
 	// Challenge makes an established session challenge a
-	// DISCONNECT_REQUEST, and a new INITIAL_CLIENT from the peer's
-	// address, before acting on it (see the package doc). Only for peers
-	// running this package: the reference keeps acknowledging after its
-	// DISCONNECT_REQUEST, so its genuine close would be refused.
+	// DISCONNECT_REQUEST before acting on it, as it always does a new
+	// INITIAL_CLIENT from the peer's address (see the package doc). Only
+	// for peers running this package: the reference keeps acknowledging
+	// after its DISCONNECT_REQUEST, so its genuine close would be
+	// refused.
 	Challenge bool
 	// RepeatAcks makes each ack-only datagram carry, after the ACKs owed,
 	// those of the previous ack-only datagram again, as far as the list's

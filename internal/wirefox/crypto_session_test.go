@@ -64,9 +64,10 @@ func cryptoReplay(t *testing.T, v *cryptoVectors, name string, client bool) (*Se
 			mine = append(mine, d)
 		}
 	}
-	// Rand: the kx secret, the challenge and its seal's ephemeral key,
-	// then the nonces.
+	// Rand: the first datagram ID (set to the capture's 0 below), the kx
+	// secret, the challenge and its seal's ephemeral key, then the nonces.
 	var r bytes.Buffer
+	r.Write(make([]byte, 4))
 	r.Write(side.KxSecret)
 	cfg := Config{Client: client, Accept: !client, Channels: []ChannelMode{Ordered}, Encrypt: true,
 		KeepAlive: -1, IdleTimeout: -1}
@@ -87,7 +88,7 @@ func cryptoReplay(t *testing.T, v *cryptoVectors, name string, client bool) (*Se
 	cfg.Rand = io.MultiReader(&r, rand.Reader)
 	var firstOOB uint32
 	cfg.PeerID, firstOOB = loggedPeerID(t, mine[0].Wire)
-	s := newSession(t, t0, cfg)
+	s := fromZero(newSession(t, t0, cfg))
 	s.oobID = firstOOB
 
 	var sent [][]byte

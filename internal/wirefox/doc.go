@@ -27,7 +27,17 @@
 //     again after it completed sends UNENCRYPTED_ACK again, and its first
 //     connected datagram follows UNENCRYPTED_ACK; a server takes a
 //     connected datagram from a client it answered as its UNENCRYPTED_ACK
-//     (both §5). A server refuses another protocol version
+//     (both §5). An unencrypted server is established only once the
+//     client proved its address (the reference's server takes
+//     UNENCRYPTED_ACK, which echoes nothing of ours, from any source):
+//     it sends a probe, a keepalive, at once and every 200 ms, and the
+//     client's ACK of one of them, whose datagram IDs start at random,
+//     completes the handshake; meanwhile the client's connected datagrams
+//     are dropped unacknowledged, and after 10 probes (2 s) Err wraps
+//     engine.ErrHandshakeTimeout. An encrypted server needs no probe: the
+//     client's DONE is sealed with keys derived from the server's
+//     key-exchange key, which only the client's address received.
+//     A server refuses another protocol version
 //     (INCOMPATIBLE_VERSION) and a client whose crypto flag differs from
 //     Config.Encrypt (INCOMPATIBLE_SECURITY) with ERROR_OCCURRED and ends
 //     with engine.ErrIncompatible. A client's ERROR_OCCURRED ends it with
@@ -49,7 +59,11 @@
 //     ones included, is sealed, at most MaxDatagram bytes with its 40
 //     bytes of nonce and MAC; one that does not open is dropped and
 //     counted (ErrDecrypt; the reference drops the connection).
-//   - Reliability (§3.3, §3.4): datagram IDs and packet IDs from 0;
+//   - Reliability (§3.3, §3.4): packet IDs from 0; datagram IDs from a
+//     random first ID in 0x80000001..0xFFFFFFFF (the reference numbers
+//     from 0, and takes such a first ID without NAKs), so that a blind
+//     source cannot acknowledge a probe and an old session's datagrams,
+//     replayed, fall outside the live one's history;
 //     every transmission in a new datagram; ACK and NAK lists in ack-only
 //     datagrams when more than 10 IDs are owed or after 10 ms; a skipped
 //     datagram ID is NAKed once 3 later IDs arrived and a quarter of the
@@ -99,15 +113,18 @@
 //     still sends, its 10 ms ACK delay and 5 ms cycle after a round trip,
 //     within its 200 ms linger (Session.Send is refused meanwhile). After its
 //     DISCONNECT_REQUEST the session takes and acknowledges nothing more.
-//   - Challenges (Config.Challenge, for peers running this package): an
-//     established session takes neither a DISCONNECT_REQUEST nor a new
-//     client's INITIAL_CLIENT from the peer's address at once; it sends a
-//     probe, a reliable PONG (only between peers running this package: the
-//     reference asserts on it), and if the live peer acknowledges it within two timeouts
-//     (at least engine.ChallengeMin) the announcement was spoofed
-//     (Stats.SpoofsRefused). Otherwise the next copy is taken: the close,
-//     or the restart, which ends the session with engine.ErrPeerRestarted
-//     (the reference ignores a new INITIAL_CLIENT while connected).
+//   - Challenges: an established session does not take a new client's
+//     INITIAL_CLIENT from the peer's address at once, nor, with
+//     Config.Challenge (for peers running this package), its
+//     DISCONNECT_REQUEST. It probes the live peer with keepalives, at
+//     once and three more times over two timeouts (at least
+//     engine.ChallengeMin); the peer's ACK of any datagram sent since
+//     answers: the announcement was spoofed (Stats.SpoofsRefused).
+//     Otherwise the next copy is taken: the close, or the restart, which
+//     ends the session with engine.ErrPeerRestarted (the reference
+//     ignores a new INITIAL_CLIENT while connected; its restarted
+//     client repeats its INITIAL_CLIENT every 2 s, so that the copy 2 s
+//     after the first is taken).
 //   - Duplicate histories: the last 65,536 datagram IDs and packet IDs
 //     (the reference keeps 10 s), 1,048,576 packet IDs with
 //     Config.ReferencePeer; a sender keeps fewer than 32,768 packet IDs

@@ -324,11 +324,43 @@ func (s *Session) refuse(now time.Time, result uint8, err error) {
 	s.failAfter = err
 }
 
-// established completes the handshake.
+// established completes the handshake on the wire. An unencrypted server
+// then waits for the proof of the client's address (phaseProof, see
+// proves); an encrypted one has it: the client's DONE is sealed with keys
+// that need the server's key-exchange key, sent only to that address.
 func (s *Session) established(now time.Time) {
-	if s.phase == phaseDone {
+	switch {
+	case s.phase == phaseDone || s.phase == phaseProof:
+		return
+	case !s.cfg.Client && !s.cfg.Encrypt:
+		s.phase = phaseProof
+		s.hsSent, s.hsNext = 0, now
 		return
 	}
+	s.connected(now)
+}
+
+// proves reports whether acks, the ACK list of a connected datagram the
+// client sent in phaseProof, acknowledges one of the probes sent since
+// (every connected datagram this end sent so far, hsSent of them ending
+// before nextDgram). A probe is a keepalive (see writeKeepAlive), which
+// the reference and this package acknowledge; its ID, counted from a
+// random first ID (firstDgramID), reaches only the client's true
+// address, so that a blind source, whatever it sends, never gets a
+// session past its handshake. Until then the client's connected
+// datagrams are dropped unacknowledged (the reference sends its packets
+// again after its timeout; docs/protocols/wirefox.md §3.2, §5).
+func (s *Session) proves(acks []uint32) bool {
+	for _, id := range acks {
+		if d := s.nextDgram - id; d > 0 && d <= uint32(s.hsSent) {
+			return true
+		}
+	}
+	return false
+}
+
+// connected completes the handshake: the session is established.
+func (s *Session) connected(now time.Time) {
 	s.phase = phaseDone
 	if s.state == engine.StateHandshake {
 		s.state = engine.StateEstablished
@@ -340,32 +372,36 @@ func (s *Session) established(now time.Time) {
 }
 
 // challenged reports whether an announcement of kind k may be acted on
-// (see engine.Challenge): always without Config.Challenge; otherwise once
-// a challenge ran out unanswered. Starting one sends a probe at once
-// whose acknowledgement answers it.
+// (see engine.Challenge): a close without Config.Challenge, anything
+// before the session is established, or once a challenge ran out
+// unanswered. Starting one sends a probe at once.
 func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
-	if !s.cfg.Challenge || s.state != engine.StateEstablished {
+	if k == engine.ChallengeClose && !s.cfg.Challenge || s.state != engine.StateEstablished {
 		return true
 	}
-	act, started := s.chal.Ask(k, s.nextPkt, now.Add(max(2*s.rto()+challengeSlack, engine.ChallengeMin)))
+	act, started := s.chal.Ask(k, s.nextDgram, now.Add(s.challengeWait()))
 	if started {
 		s.stats.Challenges++
-		s.probe()
+		s.kaDue, s.lastKA = true, now
 	}
 	return act
 }
 
-// probe sends a reliable PONG on channel 0 now, whose packet ID is
-// s.nextPkt at the time of the call: its acknowledgement, by packet ID,
-// answers the challenge. Only Config.Challenge sends it, between peers
-// running this package; the reference would assert on it
-// (Peer::OnSystemPacket), and the keepalive, which carries no packet ID,
-// cannot stand in for it.
-func (s *Session) probe() {
-	m := &outMsg{blob: []byte{CmdPong}, opts: OptReliable, internal: true, nseg: 1, next: 1, unacked: 1}
-	p := &outPkt{msg: m, id: s.nextPkt}
-	s.nextPkt++
-	s.unackedN++
-	s.byID.Push(p)
-	s.due(p)
+// challengeWait is how long a challenge waits for the live peer: two
+// timeouts and challengeSlack, at least engine.ChallengeMin.
+func (s *Session) challengeWait() time.Duration {
+	return max(2*s.rto()+challengeSlack, engine.ChallengeMin)
+}
+
+// The probes of a challenge are the datagrams sent while it runs: a
+// keepalive at once and every challengeWait/engine.ChallengeProbes
+// (see Config.KeepAlive; the reference acknowledges it, and a peer of
+// this package once it sent its DISCONNECT_REQUEST acknowledges nothing),
+// and whatever data goes out meanwhile. The peer's ACK of any of them,
+// whose IDs it learns only at its true address, answers the challenge.
+
+// answers reports whether id, a datagram ID the peer acknowledged, is
+// that of a probe of the running challenge: sent since it began.
+func (s *Session) answers(id uint32) bool {
+	return s.chal.Running() && id-s.chal.Probe < s.nextDgram-s.chal.Probe
 }

@@ -22,11 +22,12 @@ const (
 // An idle session frees the bitmap (trim) once every ID up to the newest
 // counts as seen; it comes back, all set, with the next ID added.
 type history struct {
-	bits    []uint64 // nil: every ID up to newest counts as seen
-	newest  uint32
-	started bool
-	wrapped bool // newest went past 2^32 − 1 to 0
-	long    bool // remembers longHistory IDs
+	bits     []uint64 // nil: every ID up to newest counts as seen
+	newest   uint32
+	started  bool
+	wrapped  bool // newest went past 2^32 − 1 to 0
+	long     bool // remembers longHistory IDs
+	anyFirst bool // the first ID may be any (datagram IDs, see firstDgramID)
 }
 
 // size is how many IDs behind the newest h remembers.
@@ -43,8 +44,11 @@ func (h *history) bit(id uint32) (*uint64, uint64) {
 }
 
 // plausible reports whether id is at most half the history's size past
-// the newest ID seen, or, before any, past 0, the first ID of either
-// counter (docs/protocols/wirefox.md §3.1). The peer's IDs grow by one
+// the newest ID seen, or, before any, past 0, where packet IDs start
+// (docs/protocols/wirefox.md §3.1); with anyFirst (datagram IDs: the
+// reference's start at 0, this package's at random, see firstDgramID)
+// any first ID is, which a server lets into its history only from a
+// client whose address is proven (see Session.proves). The peer's IDs grow by one
 // per datagram or packet, so a larger step means that many of its
 // datagrams, or packets, in a row were lost: beyond its congestion
 // window (and this package's packetWindow of reliable packets
@@ -56,7 +60,7 @@ func (h *history) bit(id uint32) (*uint64, uint64) {
 func (h *history) plausible(id uint32) bool {
 	ahead := h.size() / 2
 	if !h.started {
-		return id <= ahead
+		return h.anyFirst || id <= ahead
 	}
 	return int64(int32(id-h.newest)) <= int64(ahead)
 }

@@ -69,8 +69,8 @@ func TestHistoryTrimFromZero(t *testing.T) {
 	require.False(t, w.has(0xFFFFFFF8))
 }
 
-// TestSpoofFarAhead: a blind spoofed datagram whose datagram ID, or
-// packet ID (with the next datagram ID), is 2^30 is rejected without
+// TestSpoofFarAhead: a blind spoofed datagram whose datagram ID is 2^30
+// past the newest, or packet ID (with the next datagram ID) 2^30, is rejected without
 // moving the duplicate histories, and the genuine traffic after it is
 // still taken: before any genuine datagram, and in the middle of a
 // transfer.
@@ -84,9 +84,10 @@ func TestSpoofFarAhead(t *testing.T) {
 			p := newPair(t, cfg, cfg, 10*ms, 0, 1)
 			connect(t, p)
 			spoof := func() []byte {
-				dg := c.dg
-				if dg == 0 { // the next datagram ID, guessed
-					dg = p.B.dgHist.newest + 1
+				// Past the newest: the client numbers from a random ID.
+				dg := p.B.dgHist.newest + c.dg
+				if c.dg == 0 { // the next datagram ID, guessed
+					dg++
 				}
 				return dataDgram(dg, Packet{ID: c.pkt, Body: []byte{CmdPong}})
 			}

@@ -98,7 +98,7 @@ func (s *Session) open(now time.Time, b *[]byte) error {
 
 // handleLNK processes a connected datagram.
 func (s *Session) handleLNK(now time.Time, d *Datagram) error {
-	if s.phase != phaseDone && (s.cfg.Client || s.phase != phaseInitial || s.cfg.Encrypt && s.authWant != AuthDone) {
+	if s.phase != phaseDone && (s.cfg.Client || s.phase == phaseWait || s.cfg.Encrypt && s.authWant != AuthDone) {
 		return errEarlyLNK
 	}
 	pkts := s.pkts[:0]
@@ -131,6 +131,12 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	// stands for its lost UNENCRYPTED_ACK (§5; the reference would end the
 	// connection).
 	s.established(now)
+	if s.phase == phaseProof {
+		if !s.proves(d.Acks) {
+			return nil // dropped unacknowledged, packets and all
+		}
+		s.connected(now)
+	}
 	if s.dgHist.has(d.ID) {
 		s.stats.Duplicates++
 		return nil
@@ -138,6 +144,10 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	s.arrived(now, d.ID)
 	var sample time.Duration
 	for _, id := range d.Acks {
+		if s.answers(id) {
+			s.chal.Answer(s.chal.Probe)
+			s.stats.SpoofsRefused++
+		}
 		if rtt, ok := s.ackDgram(now, id); ok {
 			sample = rtt
 		}
@@ -287,9 +297,6 @@ func (s *Session) pktAcked(p *outPkt) {
 	p.acked, p.due = true, false
 	s.unlink(p)
 	s.unackedN--
-	if s.chal.Answer(p.id) {
-		s.stats.SpoofsRefused++
-	}
 	m := p.msg
 	if m.unacked--; m.unacked == 0 && m.next == m.nseg {
 		s.done(m)

@@ -46,6 +46,9 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		}
 		return s.sent(now, n, -1)
 	}
+	if s.phase == phaseProof && s.kaDue {
+		return s.sent(now, s.writeKeepAlive(buf), int64(s.nextDgram))
+	}
 	if s.phase != phaseDone {
 		return 0
 	}
@@ -147,6 +150,14 @@ func (s *Session) timers(now time.Time) {
 				return
 			}
 			s.sendAgain(now)
+		case s.phase == phaseProof && !now.Before(s.hsNext):
+			if s.hsSent >= proofAttempts {
+				s.fail(fmt.Errorf("%w: wirefox: the client acknowledged none of %d probes", engine.ErrHandshakeTimeout, s.hsSent))
+				return
+			}
+			s.kaDue = true // the probe: see proves
+			s.hsSent++
+			s.hsNext = now.Add(proofInterval)
 		}
 		return
 	}
@@ -167,6 +178,9 @@ func (s *Session) timers(now time.Time) {
 		if s.chal.Expire() == engine.ChallengeClose {
 			s.takeClose(now) // unanswered: the peer closed
 		}
+	}
+	if s.chal.Running() && !now.Before(s.lastKA.Add(s.challengeWait()/engine.ChallengeProbes)) {
+		s.kaDue, s.lastKA = true, now // the challenge's next probe
 	}
 	if !s.peerCloseAt.IsZero() && (s.pending == 0 || !now.Before(s.peerCloseAt)) {
 		s.answerClose()

@@ -56,6 +56,11 @@ const (
 	packetWindow = historySize / 2
 	// challengeSlack is added to two round trips for a challenge's answer.
 	challengeSlack = 10 * time.Millisecond
+	// proofInterval and proofAttempts: an unencrypted server sends its
+	// proof probe every proofInterval, proofAttempts times, and then ends
+	// with engine.ErrHandshakeTimeout (see Session.proves).
+	proofInterval = 200 * time.Millisecond
+	proofAttempts = 10
 )
 
 // handshake phases.
@@ -64,6 +69,7 @@ type phase uint8
 const (
 	phaseWait    phase = iota // server: no INITIAL_CLIENT yet
 	phaseInitial              // INITIAL_CLIENT (client) or INITIAL_SERVER (server) sent
+	phaseProof                // server, unencrypted: UNENCRYPTED_ACK taken, the client's address not yet proven
 	phaseDone                 // established
 )
 
@@ -230,6 +236,10 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			Logger:      cfg.Logger,
 		}),
 	}
+	if s.nextDgram, err = firstDgramID(r); err != nil {
+		return nil, err
+	}
+	s.dgHist.anyFirst = true
 	if cfg.ReferencePeer {
 		s.pace = &refPacer{window: refWindowInit, ssthresh: refSsthresh}
 		s.pktHist.long = true
@@ -239,6 +249,28 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		s.sendHandshake(now, OpInitialClient, []byte{s.cryptoByte()}, true)
 	}
 	return s, nil
+}
+
+// firstDgramID draws the first datagram ID of a session from r: 31
+// random bits, in 0x80000001..0xFFFFFFFF. A blind source cannot guess the
+// ID of a datagram it must acknowledge (a server's proof of the client's
+// address, a challenge's probe), and an old session's datagrams,
+// replayed, fall outside the live session's history. The reference
+// numbers from 0 and takes any first ID in that range without a NAK: it
+// NAKs every ID between the one it expects (0 at first) and a larger one
+// received, and this range counts as older than 0 there
+// (CongestionControl::NotifyReceivedDatagram and SequenceGreaterThan,
+// source/CongestionControl.cpp); docs/protocols/wirefox.md §3.3.
+func firstDgramID(r io.Reader) (uint32, error) {
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, fmt.Errorf("wirefox: datagram ID: %w", err)
+	}
+	id := binary.BigEndian.Uint32(b[:]) | 1<<31
+	if id == 1<<31 {
+		id++ // 0x80000000 is half the ID space ahead of 0 at the reference
+	}
+	return id, nil
 }
 
 // PeerID returns this end's PeerID and the peer's (0 until known).

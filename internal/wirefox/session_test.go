@@ -37,8 +37,9 @@ func capturePayload(i, n int) []byte {
 // handshake runs the three-way handshake of W1..W3 between a new client
 // and server, checking every byte.
 func handshake(t *testing.T) (c, s *Session) {
-	c = newSession(t, t0, Config{Client: true, PeerID: clientID, Channels: testChannels})
+	c = fromZero(newSession(t, t0, Config{Client: true, PeerID: clientID, Channels: testChannels}))
 	s = newSession(t, t0, Config{Accept: true, PeerID: serverID, Channels: testChannels})
+	s.nextDgram = 1<<32 - 1 // the probe, then the captures' 0 (proveFake)
 	require.Equal(t, w1, poll(t, c, t0))
 	require.Equal(t, "", poll(t, c, t0))
 	require.NoError(t, s.HandleDatagram(t0, unhex(t, w1)))
@@ -48,7 +49,7 @@ func handshake(t *testing.T) (c, s *Session) {
 	require.Equal(t, w3, poll(t, c, t0))
 	require.Equal(t, engine.StateHandshake, s.State())
 	require.NoError(t, s.HandleDatagram(t0, unhex(t, w3)))
-	require.Equal(t, engine.StateEstablished, s.State())
+	proveFake(t, s, t0)
 	return c, s
 }
 
@@ -139,7 +140,7 @@ func TestLostUnencryptedAck(t *testing.T) {
 	ack := "8000000002001d00000000000000001200000257495245464f58003efe7d4f2231ac2504"
 	require.Equal(t, ack, poll(t, c, at))
 	require.NoError(t, s.HandleDatagram(at, unhex(t, ack)))
-	require.Equal(t, engine.StateEstablished, s.State())
+	prove(t, c, s, at)
 }
 
 // TestLNKStandsForUnencryptedAck: a connected datagram from the client
@@ -154,7 +155,11 @@ func TestLNKStandsForUnencryptedAck(t *testing.T) {
 		require.NoError(t, c.Send(capturePayload(i, 8), engine.SendOptions{Channel: 1}))
 	}
 	require.NoError(t, s.HandleDatagram(t0, unhex(t, poll(t, c, t0))))
-	require.Equal(t, engine.StateEstablished, s.State())
+	require.Equal(t, phaseProof, s.phase)
+	require.Empty(t, drain(s), "dropped until the client's address is proven")
+	prove(t, c, s, t0)
+	now := c.Deadline() // the client's timeout sends its data again
+	require.NoError(t, s.HandleDatagram(now, unhex(t, poll(t, c, now))))
 	require.Len(t, drain(s), 3)
 }
 

@@ -31,11 +31,13 @@ func (s *Session) Deadline() time.Time {
 	earliest(s.paced(s.now), len(s.oob) > 0)
 	if s.phase != phaseDone {
 		earliest(s.hsStart.Add(s.cfg.HandshakeTimeout), s.cfg.HandshakeTimeout > 0)
-		earliest(s.hsNext, s.phase == phaseInitial && s.failAfter == nil)
+		earliest(s.hsNext, s.phase == phaseInitial && s.failAfter == nil || s.phase == phaseProof)
+		earliest(s.paced(s.now), s.kaDue)
 		return d
 	}
 	earliest(s.lastRecv.Add(s.cfg.IdleTimeout), s.cfg.IdleTimeout > 0)
 	earliest(s.chal.Until, s.chal.Running())
+	earliest(s.lastKA.Add(s.challengeWait()/engine.ChallengeProbes), s.chal.Running())
 	if !s.peerCloseAt.IsZero() {
 		earliest(s.peerCloseAt, s.pending > 0)
 		earliest(s.now, s.pending == 0)
