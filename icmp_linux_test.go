@@ -57,10 +57,22 @@ func TestListenerSeesVanishedPeer(t *testing.T) {
 			s, err := ln.AcceptMessages()
 			require.NoError(t, err)
 			defer s.Close()
+			m := Message{Data: bytes.Repeat([]byte{15}, 100), Number: testNumber(p)} // 15: a Wirefox user command
+			// A message each way first: the peer has shown it receives
+			// (an LLUDP conn is limited to 3 times what its peer sent
+			// until then), as a peer that vanishes mid-conversation has.
+			require.NoError(t, s.WriteMessage(m))
+			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+			_, err = c.ReadMessage()
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { // the peer acknowledged it
+				s.a.mu.Lock()
+				defer s.a.mu.Unlock()
+				return s.a.eng.Pending() == 0
+			}, 20*time.Second, time.Millisecond)
 
 			require.NoError(t, c.a.ep.pc.Close()) // the peer vanishes
-			require.NoError(t, s.SetDeadline(time.Now().Add(20*time.Second)))
-			m := Message{Data: bytes.Repeat([]byte{15}, 100), Number: testNumber(p)} // 15: a Wirefox user command
+			require.NoError(t, s.SetDeadline(time.Now().Add(40*time.Second)))
 			for {
 				if err = s.WriteMessage(m); err != nil {
 					break
