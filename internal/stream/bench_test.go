@@ -22,7 +22,14 @@ func pairThrough(tb testing.TB, src []byte, maxFrame, reverse int, frames [][]by
 		tb.Fatal(err)
 	}
 	w, r := 0, 0
-	for r < len(src) {
+	for idle, last := 0, -1; r < len(src); {
+		// A stall fails after stallSteps steps (see progress, not used
+		// here so that the benchmarks do not allocate).
+		if w+r != last {
+			idle, last = 0, w+r
+		} else if idle++; idle >= stallSteps {
+			tb.Fatalf("no progress for %d steps: %d bytes written, %d read", idle, w, r)
+		}
 		if w < len(src) {
 			w += a.Write(src[w:min(len(src), w+64<<10)])
 			if w == len(src) {

@@ -73,10 +73,40 @@ func (l *link) deliver(q *[][]byte, dst *Stream, k int) {
 	}
 }
 
-// settle pumps and delivers until no frame is in flight or due.
+// stallSteps is how many steps in a row a test loop may take without
+// progress (see progress) before it fails: the transfers here go at most
+// 7 steps without any (a step writes, delivers a random number of the
+// frames in flight, and reads a random number of times), so a stall is
+// reported after a few thousand cheap steps, in milliseconds, rather
+// than after millions.
+const stallSteps = 1000
+
+// progress fails a test loop that goes stallSteps steps without its
+// measure of work done (bytes written and read, ends of stream seen)
+// changing.
+type progress struct {
+	t    testing.TB
+	last int
+	idle int
+}
+
+// step takes the measure of work done so far after one step.
+func (p *progress) step(done int) {
+	p.t.Helper()
+	if done != p.last {
+		p.last, p.idle = done, 0
+		return
+	}
+	p.idle++
+	require.Less(p.t, p.idle, stallSteps, "no progress for %d steps (work done: %d)", p.idle, done)
+}
+
+// settle pumps and delivers until no frame is in flight or due: every
+// frame in flight is delivered each round, so only a loop of frames
+// answering frames lasts more than a few rounds.
 func (l *link) settle() {
 	for i := 0; ; i++ {
-		require.Less(l.t, i, 1000000)
+		require.Less(l.t, i, stallSteps, "frames still in flight after %d rounds", i)
 		l.pump()
 		if len(l.toA) == 0 && len(l.toB) == 0 {
 			return
@@ -156,8 +186,8 @@ func transfer(t testing.TB, seed uint64, cfg Config, dup float64, size, maxWrite
 	got := [2][]byte{make([]byte, 0, size), make([]byte, 0, size)}
 	var eof [2]bool
 	rbuf := make([]byte, maxRead)
-	for step := 0; !eof[0] || !eof[1]; step++ {
-		require.Less(t, step, 10000000, "no progress")
+	stall := progress{t: t}
+	for !eof[0] || !eof[1] {
 		for i, s := range ends {
 			if written[i] < size {
 				n := 1 + rng.IntN(min(size-written[i], maxWrite))
@@ -191,6 +221,7 @@ func transfer(t testing.TB, seed uint64, cfg Config, dup float64, size, maxWrite
 				got[i] = append(got[i], rbuf[:n]...)
 			}
 		}
+		stall.step(written[0] + written[1] + len(got[0]) + len(got[1]) + btoi(eof[0]) + btoi(eof[1]))
 	}
 	requireSameBytes(t, src[1], got[0])
 	requireSameBytes(t, src[0], got[1])
@@ -210,4 +241,11 @@ func transfer(t testing.TB, seed uint64, cfg Config, dup float64, size, maxWrite
 		require.Zero(t, n)
 		require.Same(t, io.EOF, err)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
