@@ -139,10 +139,11 @@ func TestTooLargeDropped(t *testing.T) {
 		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		p := newPair(t, Config{MaxPacket: tc.size}, Config{MaxPacket: tc.max, Logger: logger}, 5*time.Millisecond, 0, 1)
 		require.NoError(t, p.A.Send(make([]byte, tc.size), engine.SendOptions{}))
-		p.RunUntil(100_000, func() bool { return p.A.Pending() == 0 })
+		runWithin(p, 2*time.Second, 100_000, func() bool { return p.A.Pending() == 0 })
 		require.NoError(t, p.A.Send([]byte("after"), engine.SendOptions{}))
 		var got []string
-		p.RunUntil(100_000, func() bool {
+		// At most 92 ms of virtual time when healthy.
+		runWithin(p, 2*time.Second, 100_000, func() bool {
 			got = append(got, recvStrings(p.B)...)
 			return len(got) > 0
 		})

@@ -18,7 +18,8 @@ func TestSendBuffer(t *testing.T) {
 	p := newPair(t, Config{MaxQueued: 8}, Config{}, 5*time.Millisecond, 0.2, 11)
 	sent, got, refused := 0, 0, 0
 	held := false // the next packet is in the buffer already
-	p.RunUntil(1_000_000, func() bool {
+	// 1.7 s of virtual time when healthy.
+	runWithin(p, 20*time.Second, 1_000_000, func() bool {
 		for sent < n {
 			want := testPacket(0, sent, FragmentSize)
 			buf := p.A.MessageBuffer(FragmentSize)

@@ -128,3 +128,21 @@ func frameTypes(t testing.TB, frames []string) []string {
 	}
 	return out
 }
+
+// runWithin runs p until done reports true, failing once the virtual
+// clock is more than d past where it started, or after limit steps (as
+// RunUntil, for a loop that does not move the clock). d bounds the work
+// the caller expects, with a wide margin: a stall (resends that never get
+// through, a window that never opens) lets virtual time run, and fails
+// after a few of its steps rather than after limit of them.
+func runWithin(p *pair, d time.Duration, limit int, done func() bool) {
+	p.T.Helper()
+	end := p.Now.Add(d)
+	p.RunUntil(limit, func() bool {
+		if done() {
+			return true
+		}
+		require.False(p.T, p.Now.After(end), "not done within %v of virtual time, at %v", d, p.Now.Sub(epoch))
+		return false
+	})
+}

@@ -28,7 +28,8 @@ func largePair(t *testing.T, loss float64) *pair {
 func sendAndCollect(t *testing.T, p *pair, msgs [][]byte) [][]byte {
 	var got [][]byte
 	next := 0
-	p.RunUntil(100_000, func() bool {
+	// At most 0.16 s of virtual time in these tests.
+	runWithin(p, 2*time.Second, 100_000, func() bool {
 		for next < len(msgs) && p.A.Send(msgs[next], engine.SendOptions{}) == nil {
 			next++
 		}

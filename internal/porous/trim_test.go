@@ -21,7 +21,8 @@ func TestTrimWhileIdle(t *testing.T) {
 	transfer := func(round int) {
 		var want, got [2][]string
 		sent := [2]int{}
-		p.RunUntil(200_000, func() bool {
+		// 0.26 s of virtual time when healthy.
+		runWithin(p, 3*time.Second, 200_000, func() bool {
 			for i, s := range []*Session{p.A, p.B} {
 				for sent[i] < 100 {
 					m := fmt.Sprintf("%d:%d:%d:%s", round, i, sent[i], strings.Repeat("x", sent[i]*80))
