@@ -154,13 +154,14 @@ type Config struct {
 	// ReliablePeer declares that the peer runs this package and resends
 	// every message unchanged until acknowledged, as rudp's streams do.
 	// The session then takes from the peer's address only what such a
-	// peer can send (spoof.go): messages within 512 serials of the next
-	// expected one (and sends within 512 of the last acknowledged one),
-	// two different copies of one serial end the session with an error
-	// wrapping ErrSpoofed, and so do the peer's ack fields staying behind
-	// one taken before for max(4 × RTO, engine.ChallengeMin). Not for a
-	// peer that may be the reference, whose ack fields go back (§4.2).
-	// Off by default.
+	// peer can send (spoof.go): the checksums of the datagrams after the
+	// Login cover the version mixed with the client's seed (both ends
+	// must set ReliablePeer), two different copies of one serial end the
+	// session with an error wrapping ErrSpoofed, and so do the peer's ack
+	// fields staying behind one taken before for max(4 × RTO,
+	// engine.ChallengeMin). Not for a peer that may be the reference,
+	// whose checksums cover the version alone and whose ack fields go
+	// back (§4.2). Off by default.
 	ReliablePeer bool
 	// ChallengeClose makes an established session challenge a close
 	// (the peer's Logout, or a Kill naming a client) before taking it,

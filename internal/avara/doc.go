@@ -127,10 +127,11 @@
 //   - Forged data: the protocol has no secret, and the reference holds
 //     any serial within 2048 of the next expected one and believes any
 //     ack field up to its last serial sent. Between peers running this
-//     package (rudp's streams), Config.ReliablePeer narrows the window to
-//     512 serials, ends the session (ErrSpoofed) on two different copies
-//     of one serial, and on the peer's ack fields staying behind one
-//     taken before (spoof.go).
+//     package (rudp's streams), Config.ReliablePeer makes the checksums
+//     after the Login cover the version mixed with the client's seed
+//     (a datagram of another session fails it), and ends the session
+//     (ErrSpoofed) on two different copies of one serial and on the
+//     peer's ack fields staying behind one taken before (spoof.go).
 //   - Timeouts: Config.DeadTimeout (120 s) ends a session whose oldest
 //     unacknowledged message waited that long with nothing acknowledged
 //     (engine.ErrRetransmitLimit), as the reference. The UDP layer has

@@ -252,7 +252,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 		if m.Command == CommandLogin && s.toc != nil {
 			s.resendHandshake(now)
 		}
-	case off >= s.window():
+	case off >= windowSerials:
 		// Beyond the window: the peer sends it again once it may.
 	case s.isHeld(m.Serial):
 		s.stats.Duplicates++

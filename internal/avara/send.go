@@ -124,7 +124,7 @@ func (s *Session) nextNew() *outMsg {
 
 // inWindow reports whether the next serial lies within the send window.
 func (s *Session) inWindow() bool {
-	return s.nextSerial-(s.peerAck+2) < s.window() && s.outstandingAllows()
+	return s.nextSerial-(s.peerAck+2) < windowSerials && s.outstandingAllows()
 }
 
 // sendable reports whether a message never sent may go now, the

@@ -135,7 +135,7 @@ type Session struct {
 	dg        Datagram
 
 	// Config.ReliablePeer (spoof.go).
-	seen        []seenSum // checksums of the messages taken, reliableWindow/2 slots
+	seen        []seenSum // checksums of the messages taken, seenSerials/2 slots
 	behindSince time.Time // since when the peer's ack fields stay behind peerAck
 
 	closeAt time.Time

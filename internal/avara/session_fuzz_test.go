@@ -88,7 +88,7 @@ func checkInvariants(t *testing.T, s *Session) {
 	for i := range s.ring {
 		if h := &s.ring[i]; h.ok {
 			held++
-			if off := h.serial - s.expected; off == 0 || off >= s.window() {
+			if off := h.serial - s.expected; off == 0 || off >= windowSerials {
 				t.Fatalf("serial %d held with %d expected", h.serial, s.expected)
 			}
 		}

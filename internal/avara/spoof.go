@@ -22,14 +22,11 @@ import (
 // acknowledge messages the peer never received, which are then never
 // sent again. Against a ReliablePeer, as rudp's streams are:
 //
-//   - Window: messages are sent, and held, only within reliableWindow
-//     (512) serials of the last acknowledged one: a forged serial lands
-//     with probability 1/128 per datagram instead of 1/32.
 //   - Copies: the peer resends a message unchanged, so two copies of one
 //     serial that differ (command, parameters or data) end the session
 //     with an error wrapping ErrSpoofed: a copy held ahead of its turn is
 //     compared with the one that comes again, and so is a message taken
-//     with a duplicate of it within reliableWindow serials behind the
+//     with a duplicate of it within seenSerials (512) serials behind the
 //     next expected one (a checksum of it is kept). One of them was
 //     forged and which is unknown; the peer sends its copy again until
 //     acknowledged, so a forged one that took the place of the peer's
@@ -53,16 +50,18 @@ import (
 //     keeps the plain version; a server takes a datagram with the plain
 //     version only when it holds nothing but a Login (a duplicate).
 //
-// A forged message that lands exactly at the next serial is delivered at
-// once; it is found, and the session ends, when the peer's copy comes
-// within reliableWindow serials. A forged ack field that acknowledges
+// A forged datagram then needs the right 16 bits of checksum and a
+// serial within the 2048 of the window: about one in 2^21 lands. One
+// that lands exactly at the next serial is delivered at once; it is
+// found, and the session ends, when the peer's copy comes within
+// seenSerials serials. A forged ack field that acknowledges
 // messages the peer then receives anyway does no harm. Integrity of the
 // data itself is the business of the layer above (crypto/tls over a
 // stream).
 
-// reliableWindow is the send and receive window with Config.ReliablePeer,
-// in serials (256 messages, 245 KB of 960-byte messages in flight).
-const reliableWindow = 512
+// seenSerials is how far behind the next expected serial the checksums
+// of the messages taken are kept (Config.ReliablePeer), in serials.
+const seenSerials = 512
 
 // ErrSpoofed is wrapped by Err when a ReliablePeer sent two different
 // copies of one serial, or its acknowledgements stayed behind what was
@@ -74,14 +73,6 @@ type seenSum struct {
 	ok     bool
 	serial uint16
 	sum    uint32
-}
-
-// window returns the send and receive window, in serials.
-func (s *Session) window() uint16 {
-	if s.cfg.ReliablePeer {
-		return reliableWindow
-	}
-	return windowSerials
 }
 
 // sumOf returns the checksum of a message's command, parameters and data.
@@ -109,7 +100,7 @@ func (s *Session) recordTaken(serial uint16, p engine.Params, data []byte) {
 		return
 	}
 	if s.seen == nil {
-		s.seen = make([]seenSum, reliableWindow/2)
+		s.seen = make([]seenSum, seenSerials/2)
 	}
 	s.seen[serial/2%uint16(len(s.seen))] = seenSum{ok: true, serial: serial, sum: sumOf(p, data)}
 }

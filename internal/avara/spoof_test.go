@@ -23,12 +23,12 @@ func forge(reliable bool, d Datagram) []byte {
 // TestBlindSerialSweep: as a transfer of 300 messages starts, a blind
 // attacker sends the receiver 128 messages from the sender's address,
 // 512 serials apart, so that some land in any window, with the checksum
-// of the session (see TestReplayOldSession for what happens to others). Protection
-// (ReliablePeer): a 512-serial window, and two different copies of one
-// serial end the session with ErrSpoofed. The receiver delivers exactly
+// of the session (see TestReplayOldSession for what happens to others).
+// Protection (ReliablePeer): two different copies of one serial end the
+// session with ErrSpoofed. The receiver delivers exactly
 // the sender's messages, in order, or ends with ErrSpoofed; it never
 // delivers a forged message silently, and never stalls. Without
-// ReliablePeer (the reference's window, no comparison) the forged
+// ReliablePeer (no comparison) the forged
 // messages take the place of the sender's.
 func TestBlindSerialSweep(t *testing.T) {
 	for _, reliable := range []bool{false, true} {
