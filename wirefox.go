@@ -61,9 +61,15 @@ func (c *Config) validateWirefox() error {
 // ReferencePeer: a datagram per 5 ms cycle within its congestion
 // window), send a packet up to Config.ResendLimit times, the reference's
 // 6 when it is 0 (as the reference does: a peer that acknowledges
-// nothing is given up within seconds), and do not challenge; streams, between rudp peers, resend
-// without limit (IdleTimeout ends a dead peer) and challenge a close or
-// restart announced from the peer's address.
+// nothing is given up within seconds), and challenge a restart announced
+// from the peer's address (with keepalives the reference acknowledges)
+// but not a close (the reference goes on acknowledging after its
+// DISCONNECT_REQUEST); streams, between rudp peers, resend without limit
+// (IdleTimeout ends a dead peer) and challenge a close as well. Either
+// way a listener's conn opens only once the client acknowledged a
+// datagram sent to its address (wirefox's proof; with WirefoxEncrypt the
+// sealed handshake is the proof), so that a blind source is never
+// accepted and gets at most 3 times what it sent (assoc.limit).
 func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool) (engine.Engine, error) {
 	cfg := wirefox.Config{
 		Client:           !accept,
