@@ -1,0 +1,68 @@
+package rudp
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// avaraRecorder records every datagram written through it.
+type avaraRecorder struct {
+	net.PacketConn
+	mu  sync.Mutex
+	out [][]byte
+}
+
+func (c *avaraRecorder) WriteTo(p []byte, addr net.Addr) (int, error) {
+	c.mu.Lock()
+	c.out = append(c.out, bytes.Clone(p))
+	c.mu.Unlock()
+	return c.PacketConn.WriteTo(p, addr)
+}
+
+// TestAvaraReplayOldSession: an attacker opens its own Avara stream to a
+// listener, sends 64 KiB and closes, recording every datagram it sent;
+// then, while a client of the same listener sends 1 MiB, it replays them
+// all from the client's address, over and over. Protection
+// (avara.Config.ReliablePeer): the checksums of a stream's datagrams
+// after the Login cover the network version mixed with the client's
+// seed, so the earlier session's datagrams fail them (its Login, a
+// duplicate, changes nothing), and its close cannot end the stream. The
+// transfer completes intact.
+func TestAvaraReplayOldSession(t *testing.T) {
+	c, s, attacker, target := spoofedPair(t, Avara, true)
+	rec := &avaraRecorder{PacketConn: udpSocket(t, nil, 0)}
+	old := Client(rec, target, &Config{Protocol: Avara})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	require.NoError(t, old.Handshake(ctx))
+	_, err := old.Write(randomBytes(64<<10, 3))
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+	select {
+	case <-old.Done():
+	case <-time.After(hangGuard):
+		t.Fatal("the earlier session did not end")
+	}
+	rec.mu.Lock()
+	recorded := rec.out
+	rec.mu.Unlock()
+	require.Greater(t, len(recorded), 20)
+	transferUnder(t, c, s, func(stop <-chan struct{}) {
+		for {
+			for _, d := range recorded {
+				_, _ = attacker.WriteTo(d, target)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+}
