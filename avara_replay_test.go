@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,6 +63,34 @@ func TestAvaraReplayOldSession(t *testing.T) {
 			case <-stop:
 				return
 			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// TestAvaraBlindSerialSweep: during a 1 MiB transfer, a blind attacker
+// sends the listener, from the client's address, stream messages at
+// serials 2048 apart (some land in any window), over and over with other
+// offsets. Protection (avara.Config.ReliablePeer): such datagrams fail
+// the session's checksum; one that passed it would end the stream with
+// an error (two copies of one serial), never stall or corrupt it. The
+// transfer completes intact.
+func TestAvaraBlindSerialSweep(t *testing.T) {
+	c, s, attacker, target := spoofedPair(t, Avara, true)
+	offset := uint16(0)
+	transferUnder(t, c, s, func(stop <-chan struct{}) {
+		for {
+			for k := range uint16(32) {
+				d := avara.Datagram{Ack: avara.NothingReceived, Messages: []avara.Message{{
+					Serial: k*2048 + offset, Command: avara.StreamCommand, Data: []byte("forged stream frame")}}}
+				b := avara.AppendDatagram(make([]byte, 0, 64), &d, DefaultAvaraVersion)
+				_, _ = attacker.WriteTo(seal(b), target)
+			}
+			offset += 2
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
 			}
 		}
 	})
