@@ -27,8 +27,10 @@ var (
 // anything before an INITIAL_CLIENT; engine.ErrPeerRestarted when a new client took the
 // peer's address (see the package doc), a datagram or packet ID more than
 // half its history past the newest seen (see history.plausible). Only
-// ErrPeerRestarted changes
-// state; the rejected datagrams are counted in Stats.PacketsRejected.
+// ErrPeerRestarted changes state; the rejected datagrams are counted in
+// Stats.PacketsRejected. A server waiting for the proof of the client's
+// address drops, without an error, a connected datagram that does not
+// acknowledge one of its probes (see the package doc).
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	if s.state == engine.StateClosed {
 		return engine.ErrClosed
@@ -334,7 +336,7 @@ func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 		}
 		s.takeClose(now)
 	}
-	// Other internal commands (RPC_SIGNAL, the probe's PONG) are dropped.
+	// Other internal commands (RPC_SIGNAL, PONG) are dropped.
 	if !refused {
 		s.pktHist.add(p.ID)
 		s.refusedRun = false
