@@ -191,8 +191,9 @@ func New(now time.Time, cfg Config) (*Session, error) {
 // client, −1 before it arrived.
 func (s *Session) ID() int8 { return s.id }
 
-// PeerID returns the connection's player id: the client's on a server, 0
-// (the server) on a client.
+// PeerID returns the connection's player id: the client's on a server
+// (ClientID, or the id Config.Join gave once the client was validated),
+// 0 (the server) on a client.
 func (s *Session) PeerID() int8 { return s.peerID }
 
 // Table returns the connection table a client received from its server,
@@ -324,7 +325,8 @@ func (s *Session) Close(now time.Time) {
 }
 
 // State returns the lifecycle state: a client is established once the
-// TOC gave it its id, a server once it accepted the Login.
+// TOC gave it its id, a server once the client acknowledged its first
+// TOC (validate.go).
 func (s *Session) State() engine.State { return s.state }
 
 // Err returns why the session ended: an error wrapping
