@@ -107,6 +107,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		cfg.SendLimit = -1
 		cfg.Challenge = true
 		cfg.RepeatAcks = true
+		cfg.ProvenAbove = true // the stream's token proves the dialer's address
 		cfg.KeepAlive = c.streamKeepAlive(accept)
 	}
 	return wirefox.New(now, cfg)

@@ -197,6 +197,13 @@ type Config struct {
 	// allows and the packet history is 65,536 IDs: right between peers
 	// running this package.
 	ReferencePeer bool
+	// ProvenAbove says that the layer above proves a client's address
+	// itself (rudp's streams: the client echoes a random token): an
+	// unencrypted server is then established on UNENCRYPTED_ACK, as the
+	// reference's is, instead of first waiting for the client to
+	// acknowledge a probe (see Session.proves), which would drop the
+	// client's first data and cost it a resend.
+	ProvenAbove bool
 	// Congestion selects the sender's congestion controller.
 	Congestion congestion.Algorithm
 	// Logger receives the congestion controller's events; nil discards.

@@ -332,7 +332,7 @@ func (s *Session) established(now time.Time) {
 	switch {
 	case s.phase == phaseDone || s.phase == phaseProof:
 		return
-	case !s.cfg.Client && !s.cfg.Encrypt:
+	case !s.cfg.Client && !s.cfg.Encrypt && !s.cfg.ProvenAbove:
 		s.phase = phaseProof
 		s.hsSent, s.hsNext = 0, now
 		return

@@ -157,3 +157,27 @@ func TestReplayedOldSession(t *testing.T) {
 		})
 	}
 }
+
+// TestProvenAbove: a server whose layer above proves the client's address
+// (Config.ProvenAbove, rudp's streams) is established on UNENCRYPTED_ACK,
+// as the reference's is, and takes the client's first data at once; one
+// without waits for the proof and drops that data unacknowledged.
+func TestProvenAbove(t *testing.T) {
+	for _, above := range []bool{true, false} {
+		s := newSession(t, t0, Config{Accept: true, ProvenAbove: above})
+		require.NoError(t, s.HandleDatagram(t0, handshakeDgram(7, OpInitialClient, 0)))
+		require.NotEmpty(t, poll(t, s, t0))
+		require.NoError(t, s.HandleDatagram(t0, handshakeDgram(7, OpUnencryptedAck)))
+		d := Datagram{Flags: FlagDAT | FlagLNK}
+		d.Data = AppendPacket(nil, &Packet{Options: OptReliable, Body: []byte{CmdUser, 'x'}})
+		d.DataLen = uint16(len(d.Data))
+		require.NoError(t, s.HandleDatagram(t0, AppendDatagram(nil, &d)))
+		if above {
+			require.Equal(t, engine.StateEstablished, s.State())
+			require.Len(t, drain(s), 1)
+		} else {
+			require.Equal(t, engine.StateHandshake, s.State())
+			require.Empty(t, drain(s))
+		}
+	}
+}
