@@ -101,7 +101,7 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		// password's Pascal string alone and ignores what follows
 		// (avaraline/Avara aaa5e63, src/net/CUDPComm.cpp,
 		// CUDPComm::DoLogin).
-		cfg.LoginPad = avaraStreamLoginPad
+		cfg.LoginPad = avaraLoginPad
 	}
 	room := c.room
 	if !accept || stream || room == nil {
@@ -233,7 +233,7 @@ func (r *avaraRoom) sweepLocked() bool {
 
 // join records c as the conn of its login (the listener made it after
 // the session took the Login): the validated ones get tables through it.
-func (r *avaraRoom) join(_ int8, c *MessageConn) {
+func (r *avaraRoom) join(c *MessageConn) {
 	addr := addrPortOf(c.raddr)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -245,10 +245,9 @@ func (r *avaraRoom) join(_ int8, c *MessageConn) {
 	}
 }
 
-// leave is called when a conn of the listener ended (its id may be
-// provisional): its login is forgotten or its slot freed, and the others
-// get the new table.
-func (r *avaraRoom) leave(int8) {
+// leave is called when a conn of the listener ended: its login is
+// forgotten or its slot freed, and the others get the new table.
+func (r *avaraRoom) leave() {
 	r.mu.Lock()
 	if r.sweepLocked() {
 		r.kickLocked()

@@ -57,6 +57,15 @@ var (
 	// (its text then says only that the peer closed). Reads return io.EOF
 	// once everything the peer sent has been read.
 	ErrPeerClosed = engine.ErrPeerClosed
+	// ErrSpoofed: a stream received datagrams forged from its peer's
+	// address that got past the engine's checks (a blind attacker that
+	// guessed the sequence numbers and the checksum's key in use) and
+	// contradict the peer's own, two different copies of one message:
+	// the stream ends rather than deliver bytes that may be forged.
+	// Guessing takes about 2^20 datagrams (POROUS) or 2^21 (Avara); use
+	// crypto/tls over the stream against an attacker who can see the
+	// traffic.
+	ErrSpoofed = engine.ErrSpoofed
 	// ErrRetransmitLimit: the peer acknowledged nothing of what was sent
 	// within the protocol's limit: an LLUDP message was resent
 	// Config.ResendLimit times, a Wirefox packet sent as many times (6 by

@@ -147,8 +147,7 @@ type MessageConn struct {
 	refused   bool                       // Config.AcceptCircuit refused the circuit
 	closer    engine.PeerCloser          // the engine, if it lingers after the peer's close
 
-	room    *avaraRoom // an Avara listener's clients, for its conns
-	avaraID int8       // the player id of an Avara listener's conn
+	room *avaraRoom // an Avara listener's clients, for its conns
 }
 
 var _ net.Conn = (*MessageConn)(nil)
@@ -166,9 +165,9 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
 	c.closer, _ = eng.(engine.PeerCloser)
 	c.a = newAssoc(ep, c.raddr, eng)
 	c.a.up = c
-	if s, ok := eng.(*avara.Session); ok && c.accepted != nil && c.cfg.room != nil {
-		c.room, c.avaraID = c.cfg.room, s.PeerID()
-		c.room.join(c.avaraID, c)
+	if _, ok := eng.(*avara.Session); ok && c.accepted != nil && c.cfg.room != nil {
+		c.room = c.cfg.room
+		c.room.join(c)
 	}
 }
 
@@ -412,7 +411,7 @@ func (c *MessageConn) pump(now time.Time) {
 func (c *MessageConn) ended(err error) {
 	c.endedBase(err)
 	if c.room != nil {
-		c.room.leave(c.avaraID)
+		c.room.leave()
 	}
 	if c.accepted != nil && !c.opened {
 		c.accepted.forget(c)

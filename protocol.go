@@ -183,11 +183,12 @@ const (
 	// Avara: each stream is a connection of its own, not one of a
 	// server's seven players.
 	avaraStreamClientID = 1
-	// avaraStreamLoginPad is the length of the data of a stream's Login
-	// (avara.Config.LoginPad): enough that the listener's first answer,
-	// the TOC, the Control and its first stream frame, fits the 3 times
-	// what the Login brought that a listener sends an unvalidated peer.
-	avaraStreamLoginPad = 128
+	// avaraLoginPad is the length of the data of every Avara client's
+	// Login, stream or message conn (avara.Config.LoginPad): enough that
+	// the listener's first answer, the TOC, the Control and a stream's
+	// first frame, fits the 3 times what the Login brought that a rudp
+	// listener sends an unvalidated peer.
+	avaraLoginPad = 128
 )
 
 // validateProtocol checks the protocol-specific fields of a resolved

@@ -66,7 +66,7 @@ const seenSerials = 512
 // ErrSpoofed is wrapped by Err when a ReliablePeer sent two different
 // copies of one serial, or its acknowledgements stayed behind what was
 // taken as acknowledged: datagrams were forged from the peer's address.
-var ErrSpoofed = errors.New("avara: data forged from the peer's address")
+var ErrSpoofed = fmt.Errorf("%w: avara", engine.ErrSpoofed)
 
 // seenSum is the checksum of the message taken at serial.
 type seenSum struct {

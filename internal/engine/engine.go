@@ -334,6 +334,11 @@ var (
 	// ErrIncompatible: the peer's handshake carries parameters this end
 	// cannot work with (protocol version, channel count).
 	ErrIncompatible = errors.New("peer parameters incompatible")
+	// ErrSpoofed: datagrams forged from the peer's address got past the
+	// engine's checks and contradict the peer's own (two different
+	// copies of one message): the association ends rather than deliver
+	// data that may be forged.
+	ErrSpoofed = errors.New("data forged from the peer's address")
 )
 
 // timeoutError is an error that reports Timeout() true, so that a

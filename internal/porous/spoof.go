@@ -71,7 +71,7 @@ const RxAhead = 4096
 // ErrSpoofed is wrapped by Err when a ReliablePeer's channel received two
 // different copies of one packet: one of them was forged by a third
 // party sending from the peer's address, and which one is unknown.
-var ErrSpoofed = errors.New("porous: two different copies of one packet: data forged from the peer's address")
+var ErrSpoofed = fmt.Errorf("%w: porous: two different copies of one packet", engine.ErrSpoofed)
 
 // ErrStalled is wrapped, with engine.ErrIdleTimeout, by Err when a
 // channel held packets it could not deliver, its base unmoved, for
