@@ -32,6 +32,7 @@ import (
 	"github.com/rudpkit/rudp/internal/impair"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/rudpkit/rudp/internal/wirefox"
 	"github.com/stretchr/testify/require"
 )
 
@@ -347,11 +348,14 @@ func transferUnder(t *testing.T, c, s *Conn, attack func(stop <-chan struct{})) 
 // sends, from the address of one end's peer, what announces a restarted
 // peer or a close: a POROUS Connect with a new nonce or a Disconnect, an
 // Airhook packet with a new session ID, an LLUDP UseCircuitCode with a new
-// circuit code or a CloseCircuit. Protection: the challenge of such
-// announcements (the live peer answers it). The transfer completes intact
-// and the victim counts refused spoofs, no restart. Avara has no such
-// challenge (internal/avara, "Challenges"): a Logout spoofed with a serial
-// in the window ends the conn, so it has no case here.
+// circuit code or a CloseCircuit, a Wirefox INITIAL_CLIENT with a new
+// PeerID. Protection: the challenge of such announcements (the live peer
+// answers it). The transfer completes intact and the victim counts
+// refused spoofs, no restart. A blind Wirefox DISCONNECT_REQUEST or Avara
+// Logout has no case here: it does not get as far as a challenge (a
+// Wirefox stream's datagram IDs start at random, so a blind one falls
+// outside its history; an Avara stream's checksum is keyed by the client's
+// seed), see TestWirefoxReplayedOldSession and TestAvaraReplayOldSession.
 func TestHostileSpoofedRestartAndClose(t *testing.T) {
 	connect := porous.Frame{Type: porous.FrameConnect, Channels: 1, Nonce: 0x5900f}
 	disconnect := porous.Frame{Type: porous.FrameDisconnect}
@@ -367,11 +371,13 @@ func TestHostileSpoofedRestartAndClose(t *testing.T) {
 		{"airhook-session", Airhook, (&airhook.Packet{Session: 0x5900f, Seq: 1}).AppendTo(nil)},
 		{"lludp-usecircuitcode", LLUDP, lludp.AppendPacket(nil, &lludp.Packet{Flags: lludp.FlagReliable, Seq: 1, Message: lludp.UseCircuitCode, Body: circuit})},
 		{"lludp-closecircuit", LLUDP, lludp.AppendPacket(nil, &lludp.Packet{Seq: 2, Message: lludp.CloseCircuit})},
+		{"wirefox-initial-client", Wirefox, wirefox.AppendOOB(nil, 0, wirefox.AppendHandshake(nil,
+			&wirefox.Handshake{Version: wirefox.Version, PeerID: 0x5900f, Op: wirefox.OpInitialClient, Data: []byte{0}}))},
 	}
 	for _, tc := range cases {
 		for _, toServer := range []bool{true, false} {
-			if tc.name == "lludp-usecircuitcode" && !toServer {
-				continue // only a server takes a UseCircuitCode
+			if (tc.name == "lludp-usecircuitcode" || tc.name == "wirefox-initial-client") && !toServer {
+				continue // only a server takes a UseCircuitCode or an INITIAL_CLIENT
 			}
 			name := tc.name + "-to-client"
 			if toServer {
