@@ -307,3 +307,41 @@ func TestMessageErrorsAfterPeerClose(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsNameTheOption: a message refused for an option or a size says
+// which option, or which limit, while still matching the sentinel.
+func TestErrorsNameTheOption(t *testing.T) {
+	cases := []struct {
+		p    Protocol
+		m    Message
+		is   error
+		text string
+	}{
+		{POROUS, Message{Data: []byte("x"), Channel: 3}, ErrUnsupported, "porous: channel 3 (only channel 0)"},
+		{POROUS, Message{Data: make([]byte, DefaultMaxMessage+1)}, ErrMessageTooLarge, fmt.Sprintf("porous: %d bytes, at most %d", DefaultMaxMessage+1, DefaultMaxMessage)},
+		{Airhook, Message{Data: make([]byte, 257)}, ErrMessageTooLarge, "airhook: 257 bytes, at most 256"},
+		{Airhook, Message{Data: []byte("x"), Delivery: Unreliable}, ErrUnsupported, "airhook: unreliable delivery (only reliable)"},
+		{LLUDP, Message{Data: []byte("x"), Number: 0xFFFF0003}, ErrUnsupported, "lludp: message number 0xffff0003"},
+		{LLUDP, Message{Data: []byte("x"), Number: testNumber(LLUDP), Delivery: Passive}, ErrUnsupported, "lludp: passive delivery"},
+		{Wirefox, Message{Data: []byte{3, 'x'}}, ErrUnsupported, "wirefox: command 3 (commands below 15 are the protocol's own)"},
+		{Wirefox, Message{Data: []byte{15, 'x'}, Delivery: Passive}, ErrUnsupported, "wirefox: passive delivery"},
+		{Wirefox, Message{Data: []byte{15, 'x'}, Channel: 2}, ErrUnsupported, "wirefox: channel 2 (channels 0 to 0"},
+		{Avara, Message{Data: []byte("x"), Command: -5}, ErrUnsupported, "avara: command -5 (negative commands are the transport's)"},
+		{Avara, Message{Data: make([]byte, 985)}, ErrMessageTooLarge, "avara: 985 bytes, at most 984"},
+	}
+	pairs := map[Protocol]*MessageConn{}
+	for _, tc := range cases {
+		c := pairs[tc.p]
+		if c == nil {
+			c, _ = messagePair(t, &Config{Protocol: tc.p}, links[0])
+			pairs[tc.p] = c
+		}
+		err := c.WriteMessage(tc.m)
+		require.ErrorIs(t, err, tc.is, "%v", tc.p)
+		require.ErrorContains(t, err, tc.text)
+	}
+	c := pairs[Avara]
+	_, err := c.Write([]byte{1, 2, 3})
+	require.ErrorIs(t, err, ErrUnsupported)
+	require.ErrorContains(t, err, "Avara Write of 3 bytes, shorter than its 8-byte header")
+}

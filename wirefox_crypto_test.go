@@ -104,7 +104,11 @@ func TestWirefoxEncryptionRefused(t *testing.T) {
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			require.ErrorIs(t, c.Handshake(ctx), tc.want)
+			err := c.Handshake(ctx)
+			require.ErrorIs(t, err, tc.want)
+			if tc.want == ErrIncompatible {
+				require.ErrorContains(t, err, "both ends must set Config.WirefoxEncrypt alike")
+			}
 		})
 	}
 }

@@ -254,10 +254,17 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
 	case s.state == engine.StateClosing || s.state == engine.StateClosed:
 		return engine.ErrClosed
-	case opt.Delivery != engine.Reliable, opt.Channel != 0, opt.MessageNumber != 0, opt.Params.Command < 0:
-		return engine.ErrUnsupported
+	case opt.Delivery != engine.Reliable && opt.Delivery <= engine.Passive:
+		return engine.Unsupported("avara", "%v delivery (every Avara message is reliable)", opt.Delivery)
+	case opt.Params.Command < 0:
+		return engine.Unsupported("avara", "command %d (negative commands are the transport's)", opt.Params.Command)
+	}
+	if err := engine.CheckParams("avara", engine.SendOptions{Delivery: opt.Delivery, Channel: opt.Channel, MessageNumber: opt.MessageNumber}, 1, false); err != nil {
+		return err
+	}
+	switch {
 	case len(p) > s.maxMessage():
-		return engine.ErrMessageTooLarge
+		return engine.TooLarge("avara", len(p), s.maxMessage())
 	case s.pending >= s.cfg.MaxQueued:
 		return engine.ErrQueueFull
 	}

@@ -305,8 +305,12 @@ func (s *Session) authDone(now time.Time) {
 // resultError maps an ERROR_OCCURRED result to Err.
 func resultError(r uint8) error {
 	switch r {
-	case ResultIncompatibleProtocol, ResultIncompatibleVersion, ResultIncompatibleSecurity:
-		return fmt.Errorf("%w: wirefox: server answered ConnectResult %d", engine.ErrIncompatible, r)
+	case ResultIncompatibleProtocol:
+		return fmt.Errorf("%w: wirefox: the server refused the handshake as another protocol (ConnectResult %d)", engine.ErrIncompatible, r)
+	case ResultIncompatibleVersion:
+		return fmt.Errorf("%w: wirefox: the server speaks another protocol version (ConnectResult %d)", engine.ErrIncompatible, r)
+	case ResultIncompatibleSecurity:
+		return fmt.Errorf("%w: wirefox: the server's encryption differs from ours: both ends must set Config.WirefoxEncrypt alike (ConnectResult %d)", engine.ErrIncompatible, r)
 	case ResultNoFreeSlots:
 		return ErrNoFreeSlots
 	case ResultAlreadyConnected:

@@ -302,11 +302,19 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 		return engine.ErrClosed
 	case len(p) == 0:
 		return engine.ErrEmptyMessage
-	case p[0] < CmdUser, opt.Delivery != engine.Reliable && opt.Delivery != engine.Unreliable,
-		int(opt.Channel) > len(s.cfg.Channels), opt.MessageNumber != 0, opt.Params != (engine.Params{}):
-		return engine.ErrUnsupported
+	case p[0] < CmdUser:
+		return engine.Unsupported("wirefox", "command %d (commands below %d are the protocol's own)", p[0], CmdUser)
+	case opt.Delivery == engine.Passive:
+		return engine.Unsupported("wirefox", "passive delivery (reliable or unreliable only)")
+	case int(opt.Channel) > len(s.cfg.Channels):
+		return engine.Unsupported("wirefox", "channel %d (channels 0 to %d: Config.WirefoxChannels lists %d)", opt.Channel, len(s.cfg.Channels), len(s.cfg.Channels))
+	}
+	if err := engine.CheckParams("wirefox", opt, 256, false); err != nil {
+		return err
+	}
+	switch {
 	case len(p) > s.cfg.MaxMessage:
-		return engine.ErrMessageTooLarge
+		return engine.TooLarge("wirefox", len(p), s.cfg.MaxMessage)
 	case s.pending >= s.cfg.MaxQueued:
 		return engine.ErrQueueFull
 	}
