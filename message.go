@@ -42,8 +42,8 @@ type Message struct {
 	Data []byte
 	// Delivery is the delivery mode; the zero value is Reliable; Wirefox
 	// refuses Passive. On a received message it is Unreliable only where
-	// the wire says so (LLUDP's and Wirefox's reliable flags); POROUS does not carry the mode, so its
-	// messages read as Reliable.
+	// the wire says so (LLUDP's and Wirefox's reliable flags); POROUS does
+	// not carry the mode, so its messages read as Reliable.
 	Delivery Delivery
 	// Channel is the POROUS channel, below Config.Channels, or the
 	// Wirefox channel, 0 to len(Config.WirefoxChannels); 0 on the other
@@ -184,8 +184,8 @@ func (c *MessageConn) ReadMessage() (Message, error) {
 	err := c.read(func(e engine.Message) error {
 		m = Message{Data: e.Data, Channel: e.Channel, Number: e.MessageNumber,
 			Command: e.Params.Command, P1: e.Params.P1, P2: e.Params.P2, P3: e.Params.P3}
-		if !e.Reliable && c.cfg.Protocol == LLUDP {
-			m.Delivery = Unreliable // only LLUDP's wire tells
+		if !e.Reliable {
+			m.Delivery = Unreliable // where the wire tells (LLUDP, Wirefox)
 		}
 		return nil
 	})

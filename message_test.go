@@ -345,3 +345,27 @@ func TestErrorsNameTheOption(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "Avara Write of 3 bytes, shorter than its 8-byte header")
 }
+
+// TestDeliveryRoundTrips: on the protocols whose wire marks a message
+// reliable or not (LLUDP, Wirefox), the reader sees the mode the writer
+// chose; on POROUS, whose wire does not carry it, every message reads as
+// Reliable. (On a clean loopback path the unreliable message arrives.)
+func TestDeliveryRoundTrips(t *testing.T) {
+	for _, p := range []Protocol{LLUDP, Wirefox, POROUS} {
+		t.Run(p.String(), func(t *testing.T) {
+			c, s := messagePair(t, &Config{Protocol: p}, links[0])
+			require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+			for _, d := range []Delivery{Unreliable, Reliable} {
+				require.NoError(t, c.WriteMessage(Message{Data: []byte{15, byte(d)}, Delivery: d, Number: testNumber(p)}))
+				m, err := s.ReadMessage()
+				require.NoError(t, err)
+				require.Equal(t, []byte{15, byte(d)}, m.Data)
+				if p == POROUS {
+					require.Equal(t, Reliable, m.Delivery)
+				} else {
+					require.Equal(t, d, m.Delivery)
+				}
+			}
+		})
+	}
+}

@@ -74,8 +74,11 @@ type Params struct {
 // Message is one delivered message. Data is owned by the receiver of the
 // Message: the engine keeps no reference to it.
 type Message struct {
-	Data          []byte
-	Channel       uint8
+	Data    []byte
+	Channel uint8
+	// Reliable is false only for a message the wire marks unreliable
+	// (LLUDP's and Wirefox's reliable flags); engines whose wire does not
+	// carry the delivery mode set it true.
 	Reliable      bool
 	MessageNumber uint32
 	// Params are an Avara message's command and parameters; zero on

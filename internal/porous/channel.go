@@ -713,7 +713,7 @@ func (s *Session) sinkFragment(m *Message) bool {
 		return false
 	}
 	s.stats.MessagesRecv++
-	s.sink(s.now, engine.Message{Data: m.Data, Channel: m.Channel})
+	s.sink(s.now, engine.Message{Data: m.Data, Channel: m.Channel, Reliable: true}) // the wire does not say
 	s.consume(m.Channel, 0)
 	return true
 }
@@ -855,7 +855,7 @@ func (s *Session) walk(ch uint8) bool {
 // memory charge there.
 func (s *Session) handOver(ch uint8, e *rxEntry) {
 	n := entryCost + cap(e.buf)
-	s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch})
+	s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch, Reliable: true}) // the wire does not say
 	s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
 	s.recvBytes += n
 	e.exempt = 0 // the Recv queue holds it now
