@@ -1,8 +1,6 @@
 package rudp
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -12,24 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-// messageOpeningOf returns the first datagram a message conn of protocol p
-// sends, as openingOf does for streams.
-func messageOpeningOf(t testing.TB, p Protocol) []byte {
-	t.Helper()
-	sink := udpSocket(t, nil, 0)
-	defer sink.Close()
-	c := ClientMessages(udpSocket(t, nil, 0), sink.LocalAddr(), &Config{Protocol: p})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = c.Handshake(ctx); close(done) }()
-	defer func() { cancel(); <-done; c.Close() }()
-	buf := make([]byte, 2048)
-	require.NoError(t, sink.SetReadDeadline(time.Now().Add(hangGuard)))
-	n, _, err := sink.ReadFrom(buf)
-	require.NoError(t, err)
-	return bytes.Clone(buf[:n])
-}
 
 // TestAmplificationLimit: a source that sends a listener one opening and
 // then nothing (a spoofed address, which never sees the answers) is sent
@@ -44,7 +24,7 @@ func TestAmplificationLimit(t *testing.T) {
 		for _, stream := range []bool{true, false} {
 			name, open := p.String()+"/stream", openingOf(t, p)
 			if !stream {
-				name, open = p.String()+"/message", messageOpeningOf(t, p)
+				name, open = p.String()+"/message", firstDatagramOf(t, p, false)
 			}
 			t.Run(name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {

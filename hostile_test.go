@@ -55,11 +55,23 @@ func heapAlloc() uint64 {
 // openingOf returns the first datagram a stream client of protocol p
 // sends: the opening a blind attacker replays (for Airhook it carries the
 // stream HELLO; POROUS's Connect and LLUDP's UseCircuitCode carry none).
-func openingOf(t testing.TB, p Protocol) []byte {
+func openingOf(t testing.TB, p Protocol) []byte { return firstDatagramOf(t, p, true) }
+
+// firstDatagramOf returns the first datagram a client of protocol p
+// sends, a stream's if stream, else a message conn's.
+func firstDatagramOf(t testing.TB, p Protocol, stream bool) []byte {
 	t.Helper()
 	sink := udpSocket(t, nil, 0)
 	defer sink.Close()
-	c := Client(udpSocket(t, nil, 0), sink.LocalAddr(), &Config{Protocol: p})
+	var c interface {
+		Handshake(context.Context) error
+		Close() error
+	}
+	if stream {
+		c = Client(udpSocket(t, nil, 0), sink.LocalAddr(), &Config{Protocol: p})
+	} else {
+		c = ClientMessages(udpSocket(t, nil, 0), sink.LocalAddr(), &Config{Protocol: p})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = c.Handshake(ctx); close(done) }()

@@ -76,60 +76,76 @@ func TestRefusalsEndAssociation(t *testing.T) {
 // TestVanishedPeerRefused: over real loopback UDP, a dialed conn whose
 // peer's socket closes without a word fails with ECONNREFUSED from the
 // ICMP port unreachable its datagrams draw, long before the idle timeout
-// (one minute, more than the test's 20 s guard).
+// (one minute, more than the test's guard).
 func TestVanishedPeerRefused(t *testing.T) {
 	for _, p := range Protocols() {
-		t.Run(p.String()+"/stream", func(t *testing.T) {
-			cfg := &Config{Protocol: p, IdleTimeout: time.Minute}
-			l, err := (&ListenConfig{Config: cfg}).Listen(context.Background(), "udp", "127.0.0.1:0")
-			require.NoError(t, err)
-			ln := l.(*Listener)
-			defer ln.Close()
-			nc, err := (&Dialer{Config: cfg}).Dial("udp", ln.Addr().String())
-			require.NoError(t, err)
-			c := nc.(*Conn)
-			defer c.Close()
-			s, err := ln.Accept()
-			require.NoError(t, err)
-			defer s.Close()
-
-			require.NoError(t, ln.listener.ep.pc.Close()) // the peer vanishes
-			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-			buf := make([]byte, 1024)
-			for {
-				if _, err = c.Write(buf); err != nil {
-					break
-				}
-			}
-			require.ErrorIs(t, err, syscall.ECONNREFUSED)
-			_, err = c.Read(buf)
-			require.ErrorIs(t, err, syscall.ECONNREFUSED)
-		})
-		t.Run(p.String()+"/message", func(t *testing.T) {
-			cfg := &Config{Protocol: p, IdleTimeout: time.Minute}
-			ln, err := ListenMessages("udp", "127.0.0.1:0", cfg)
-			require.NoError(t, err)
-			defer ln.Close()
-			c, err := DialMessages(context.Background(), "udp", ln.Addr().String(), cfg)
-			require.NoError(t, err)
-			defer c.Close()
-			s, err := ln.AcceptMessages()
-			require.NoError(t, err)
-			defer s.Close()
-
-			require.NoError(t, ln.listener.ep.pc.Close()) // the peer vanishes
-			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-			m := Message{Data: bytes.Repeat([]byte{15}, 100), Number: testNumber(p)} // 15: a Wirefox user command
-			for {
-				if err = c.WriteMessage(m); err != nil {
-					break
-				}
-			}
-			require.ErrorIs(t, err, syscall.ECONNREFUSED)
-			_, err = c.ReadMessage()
-			require.ErrorIs(t, err, syscall.ECONNREFUSED)
-		})
+		t.Run(p.String()+"/stream", func(t *testing.T) { testVanished(t, p, true, false) })
+		t.Run(p.String()+"/message", func(t *testing.T) { testVanished(t, p, false, false) })
 	}
+}
+
+// testVanished connects a conn pair of protocol p (streams, or message
+// conns), exchanges a message (so that the peer has shown it receives: a
+// listener's LLUDP conn is amplification-limited until then), closes the
+// socket of one end without a word (the listener's, or the dialer's if
+// listenerSees) and has the other end write until a write fails: with
+// ECONNREFUSED, and a read after it too.
+func testVanished(t *testing.T, p Protocol, stream, listenerSees bool) {
+	cfg := &Config{Protocol: p, IdleTimeout: time.Minute}
+	var c, s net.Conn
+	var lnPC, cPC net.PacketConn
+	if stream {
+		l, err := (&ListenConfig{Config: cfg}).Listen(context.Background(), "udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ln := l.(*Listener)
+		defer ln.Close()
+		nc, err := (&Dialer{Config: cfg}).Dial("udp", ln.Addr().String())
+		require.NoError(t, err)
+		c = nc
+		s, err = ln.Accept()
+		require.NoError(t, err)
+		lnPC, cPC = ln.listener.ep.pc, nc.(*Conn).a.ep.pc
+	} else {
+		ln, err := ListenMessages("udp", "127.0.0.1:0", cfg)
+		require.NoError(t, err)
+		defer ln.Close()
+		mc, err := DialMessages(context.Background(), "udp", ln.Addr().String(), cfg)
+		require.NoError(t, err)
+		c = mc
+		ms, err := ln.AcceptMessages()
+		require.NoError(t, err)
+		s = ms
+		lnPC, cPC = ln.listener.ep.pc, mc.a.ep.pc
+	}
+	defer c.Close()
+	defer s.Close()
+	m := Message{Data: bytes.Repeat([]byte{15}, 100), Number: testNumber(p)} // 15: a Wirefox user command
+	require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+	require.NoError(t, s.SetDeadline(time.Now().Add(20*time.Second)))
+	require.NoError(t, send(s, p, m.Data))
+	_, err := recv(c)
+	require.NoError(t, err)
+	writer, gone := c, lnPC
+	if listenerSees {
+		writer, gone = s, cPC
+	}
+	if mc, ok := s.(*MessageConn); ok {
+		require.Eventually(t, func() bool { // the dialer acknowledged it
+			mc.a.mu.Lock()
+			defer mc.a.mu.Unlock()
+			return mc.a.eng.Pending() == 0
+		}, 20*time.Second, time.Millisecond)
+	}
+	require.NoError(t, gone.Close()) // the peer vanishes
+	require.NoError(t, writer.SetDeadline(time.Now().Add(40*time.Second)))
+	for {
+		if err = send(writer, p, m.Data); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	_, err = writer.Read(make([]byte, 2048))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 }
 
 // TestClientConnectedSocketRefused: Client and ClientMessages over a
