@@ -1,30 +1,13 @@
 package rudp
 
 import (
-	"bytes"
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/stretchr/testify/require"
 )
-
-// avaraRecorder records every datagram written through it.
-type avaraRecorder struct {
-	net.PacketConn
-	mu  sync.Mutex
-	out [][]byte
-}
-
-func (c *avaraRecorder) WriteTo(p []byte, addr net.Addr) (int, error) {
-	c.mu.Lock()
-	c.out = append(c.out, bytes.Clone(p))
-	c.mu.Unlock()
-	return c.PacketConn.WriteTo(p, addr)
-}
 
 // TestAvaraReplayOldSession: an attacker opens its own Avara stream to a
 // listener, sends 64 KiB and closes, recording every datagram it sent;
@@ -37,7 +20,7 @@ func (c *avaraRecorder) WriteTo(p []byte, addr net.Addr) (int, error) {
 // transfer completes intact.
 func TestAvaraReplayOldSession(t *testing.T) {
 	c, s, attacker, target := spoofedPair(t, Avara, true)
-	rec := &avaraRecorder{PacketConn: udpSocket(t, nil, 0)}
+	rec := &recordingConn{PacketConn: udpSocket(t, nil, 0)}
 	old := Client(rec, target, &Config{Protocol: Avara})
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -51,7 +34,7 @@ func TestAvaraReplayOldSession(t *testing.T) {
 		t.Fatal("the earlier session did not end")
 	}
 	rec.mu.Lock()
-	recorded := rec.out
+	recorded := rec.log
 	rec.mu.Unlock()
 	require.Greater(t, len(recorded), 20)
 	transferUnder(t, c, s, func(stop <-chan struct{}) {
