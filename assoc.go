@@ -411,11 +411,17 @@ func (a *assoc) refusedLocked(now time.Time) bool {
 // from the peer in between, end an open association.
 const refusalsToFail = 3
 
+// refusalSpanMax caps the span the refusals must cover: a message conn
+// on its reference's timing has an RTO of seconds (LLUDP's 1 to 10 s),
+// while a peer that is still there answers well within half a second.
+const refusalSpanMax = 500 * time.Millisecond
+
 // refusals decides when ICMP port unreachable reports about an open
 // association's peer mean the peer is gone. ICMP is easily forged and a
 // single report may be stale, so the reports must persist: at least
 // refusalsToFail of them, spread over at least one RTO (as it was at the
-// first), with no datagram from the peer in between.
+// first) or refusalSpanMax, whichever is shorter, with no datagram from
+// the peer in between.
 type refusals struct {
 	n     int       // reports since the last datagram from the peer
 	until time.Time // the earliest time the reports may end the association
@@ -425,7 +431,7 @@ type refusals struct {
 // whether the peer is now taken as gone.
 func (r *refusals) add(now time.Time, rto time.Duration) bool {
 	if r.n == 0 {
-		r.until = now.Add(rto)
+		r.until = now.Add(min(rto, refusalSpanMax))
 	}
 	r.n++
 	return r.n >= refusalsToFail && !now.Before(r.until)

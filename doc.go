@@ -92,9 +92,10 @@
 // *net.UDPConn connected to its peer. During the handshake one such
 // report fails the dial with connection refused; afterwards, since ICMP
 // is easily forged, the reports must persist: at least 3 of them, spread
-// over at least one RTO, with no datagram from the peer in between. The
-// conn then fails within a few RTOs with an error matching
-// syscall.ECONNREFUSED. On Linux, rudp also turns on IP_RECVERR (and
+// over at least one RTO (half a second at most), with no datagram from
+// the peer in between. The conn then fails with an error matching
+// syscall.ECONNREFUSED, within a second of the peer's departure on an
+// active conn. On Linux, rudp also turns on IP_RECVERR (and
 // IPV6_RECVERR) on the unconnected *net.UDPConn of a listener or of a
 // Client, so that the kernel queues each ICMP error with the destination
 // it is about: the conns of those sockets are told in the same way, under

@@ -31,6 +31,12 @@ func TestRefusalsRule(t *testing.T) {
 	require.True(t, r.add(at(rto), 10*rto), "the RTO is the one seen at the first report")
 
 	r = refusals{}
+	require.False(t, r.add(at(0), 10*time.Second))
+	require.False(t, r.add(at(time.Millisecond), 10*time.Second))
+	require.False(t, r.add(at(refusalSpanMax-1), 10*time.Second), "a long RTO: the span is capped")
+	require.True(t, r.add(at(refusalSpanMax), 10*time.Second))
+
+	r = refusals{}
 	require.False(t, r.add(at(0), rto))
 	require.False(t, r.add(at(rto/2), rto))
 	r.reset() // a datagram from the peer
