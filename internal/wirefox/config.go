@@ -184,7 +184,11 @@ type Config struct {
 	// (docs/protocols/wirefox.md §3.4), as the reference cannot take
 	// datagrams much faster than it sends them: at most
 	// one datagram of any kind (data, ack-only, out-of-band) per 5 ms
-	// write cycle, and new packets only within the reference's congestion
+	// write cycle, a datagram carrying packets no sooner than 7.5 ms
+	// after the previous datagram (off the beat of the reference's 5 ms
+	// worker timer, at which its ack-only datagram races its socket
+	// thread over the ACK list: refDataGap), and new packets only within
+	// the reference's congestion
 	// window: 1300 bytes, ssthresh 65,536; per ACK received + 1300 while
 	// the window is at most ssthresh, else + 1300²/window + 162; per
 	// datagram received carrying NAKs ssthresh = max(window/2, 2600) and

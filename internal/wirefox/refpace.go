@@ -34,12 +34,25 @@ const (
 	// the connection, and its worker thread returns
 	// (PacketQueue::ThreadWorker; docs/protocols/wirefox.md §4 bug 8).
 	refLinger = 200 * time.Millisecond
+	// refDataGap is the least time from any datagram to the next data
+	// datagram: half a cycle off the reference's worker timer. Each
+	// datagram the reference reads wakes its worker
+	// (PacketQueue::OnReadFinished signals m_updateNotify), which then
+	// sleeps refTick (ThreadWorker's WaitFor): a data datagram refTick
+	// after the previous one would arrive as that timer fires, when the
+	// worker builds its ack-only datagram (CongestionControl::MakeAckList
+	// under remote.lock) while the socket thread appends this datagram's
+	// ID to the same list without the lock
+	// (CongestionControl::NotifyReceivedDatagram), a data race that
+	// crashes the reference.
+	refDataGap = refTick + refTick/2
 )
 
 // refPacer is the reference's sender model: a datagram every refTick at
 // most, and its congestion window over the bytes it counts in flight.
 type refPacer struct {
 	next     time.Time // the earliest next datagram
+	dataNext time.Time // the earliest next data datagram (refDataGap)
 	window   int
 	ssthresh int
 	inflight int         // bytes of the datagrams in recs not acknowledged
@@ -60,6 +73,7 @@ type flightRec struct {
 // cycle: the reference sends them from its out-of-band slot.
 func (p *refPacer) sent(now time.Time, id int64, n int) {
 	p.next = now.Add(refTick)
+	p.dataNext = now.Add(refDataGap)
 	if id < 0 {
 		return
 	}

@@ -57,7 +57,10 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if at, ok := s.ackDue(); ok && !now.Before(at) {
 		return s.sent(now, s.seal(buf, s.sendAcks(s.plainBuf(buf, seal)), seal), id)
 	}
-	n := s.sendData(now, s.plainBuf(buf, seal))
+	n := 0
+	if !s.cfg.ReferencePeer || !now.Before(s.pace.dataNext) {
+		n = s.sendData(now, s.plainBuf(buf, seal))
+	}
 	if n == 0 && s.kaDue && s.state != engine.StateClosed {
 		n = s.writeKeepAlive(s.plainBuf(buf, seal))
 	}

@@ -50,6 +50,9 @@ func (s *Session) Deadline() time.Time {
 	}
 	if s.hasData() {
 		t := s.cc.NextSend(s.now, s.cfg.MaxDatagram)
+		if s.cfg.ReferencePeer && !t.IsZero() && t.Before(s.pace.dataNext) {
+			t = s.pace.dataNext
+		}
 		earliest(s.paced(t), !t.IsZero())
 	} else if s.cfg.ReferencePeer && s.active.Len() > 0 && !s.windowFull() {
 		avg, _, _ := s.rttStats()
