@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,49 +39,84 @@ func enableRecvErr(uc *net.UDPConn) bool {
 	return on
 }
 
-// readUnreachable takes the queued errors of socket fd, without blocking,
-// and appends to to the destinations that answered port unreachable
+// errQueue reads a socket's error queue without allocating: one
+// recvmsg(2) with MSG_ERRQUEUE into buffers it keeps.
+type errQueue struct {
+	hdr  unix.Msghdr
+	iov  unix.Iovec
+	name unix.RawSockaddrInet6
+	buf  [64]byte  // the start of the datagram that caused the error
+	oob  [512]byte // the IP_RECVERR control message
+}
+
+func newErrQueue() *errQueue {
+	q := new(errQueue)
+	q.iov.Base = &q.buf[0]
+	q.iov.SetLen(len(q.buf))
+	q.hdr.Name = (*byte)(unsafe.Pointer(&q.name))
+	q.hdr.Iov = &q.iov
+	q.hdr.SetIovlen(1)
+	q.hdr.Control = &q.oob[0]
+	return q
+}
+
+// read takes the queued errors of socket fd, without blocking, and
+// appends to to the destinations that answered port unreachable
 // (ECONNREFUSED), at most maxUnreachable of them in all. Other errors
 // (host unreachable, a too-big datagram) are taken and dropped: the
-// engines recover from them as from loss. buf and oob are scratch.
-func readUnreachable(fd uintptr, to []addrKey, buf, oob []byte) []addrKey {
+// engines recover from them as from loss.
+func (q *errQueue) read(fd uintptr, to []addrKey) []addrKey {
 	for len(to) < maxUnreachable {
-		_, oobn, _, from, err := unix.Recvmsg(int(fd), buf, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
-		if err != nil {
+		q.hdr.Namelen = unix.SizeofSockaddrInet6
+		q.hdr.SetControllen(len(q.oob))
+		q.hdr.Flags = 0
+		_, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&q.hdr)), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
 			return to // EAGAIN: the queue is empty
 		}
-		if k, ok := unreachableFrom(oob[:oobn], from); ok {
+		if k, ok := q.unreachable(); ok {
 			to = append(to, k)
 		}
 	}
 	return to
 }
 
-// unreachableFrom reports the destination of a queued error whose control
-// message says port unreachable.
-func unreachableFrom(oob []byte, from unix.Sockaddr) (addrKey, bool) {
-	cms, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return addrKey{}, false
-	}
+// unreachable reports the destination of the error just read if its
+// control message says port unreachable.
+func (q *errQueue) unreachable() (addrKey, bool) {
+	oob := q.oob[:min(int(q.hdr.Controllen), len(q.oob))]
 	refused := false
-	for _, cm := range cms {
-		ip := cm.Header.Level == unix.IPPROTO_IP && cm.Header.Type == unix.IP_RECVERR
-		ip6 := cm.Header.Level == unix.IPPROTO_IPV6 && cm.Header.Type == unix.IPV6_RECVERR
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || n > len(oob) {
+			break
+		}
+		data := oob[unix.CmsgLen(0):n]
+		ip := h.Level == unix.IPPROTO_IP && h.Type == unix.IP_RECVERR
+		ip6 := h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_RECVERR
 		// struct sock_extended_err starts with ee_errno, a u32 in the
 		// host's order.
-		if (ip || ip6) && len(cm.Data) >= 4 && syscall.Errno(binary.NativeEndian.Uint32(cm.Data)) == syscall.ECONNREFUSED {
+		if (ip || ip6) && len(data) >= 4 && syscall.Errno(binary.NativeEndian.Uint32(data)) == syscall.ECONNREFUSED {
 			refused = true
 		}
+		oob = oob[min(unix.CmsgSpace(n-unix.CmsgLen(0)), len(oob)):]
 	}
-	var ap netip.AddrPort
-	switch sa := from.(type) {
-	case *unix.SockaddrInet4:
-		ap = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		ap = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port))
+	if !refused {
+		return addrKey{}, false
+	}
+	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&q.name.Port))[:])
+	var ip netip.Addr
+	switch q.name.Family {
+	case unix.AF_INET:
+		ip = netip.AddrFrom4((*unix.RawSockaddrInet4)(unsafe.Pointer(&q.name)).Addr)
+	case unix.AF_INET6:
+		ip = netip.AddrFrom16(q.name.Addr).Unmap()
 	default:
 		return addrKey{}, false
 	}
-	return addrKey{ap: ap}, refused
+	return addrKey{ap: netip.AddrPortFrom(ip, port)}, true
 }

@@ -32,9 +32,8 @@ type batchReader struct {
 
 	// With IP_RECVERR on (see enableRecvErr): the destinations that
 	// answered port unreachable, and scratch to read the error queue.
-	recvErr    bool
-	unreach    []addrKey
-	ebuf, eoob []byte
+	errq    *errQueue // nil without IP_RECVERR
+	unreach []addrKey
 }
 
 // mmsghdr is struct mmsghdr of recvmmsg(2).
@@ -61,7 +60,7 @@ func newBatchReader(uc *net.UDPConn, n, size int, recvErr bool) reader {
 		names: make([]unix.RawSockaddrInet6, n),
 	}
 	if recvErr {
-		r.recvErr, r.ebuf, r.eoob = true, make([]byte, 64), make([]byte, 512)
+		r.errq = newErrQueue()
 	}
 	r.recv = r.recvmmsg
 	for i := range r.hs {
@@ -109,8 +108,8 @@ func (r *batchReader) read() ([]received, error) {
 // fail with ECONNREFUSED, so that the endpoint reports them.
 func (r *batchReader) recvmmsg(fd uintptr) bool {
 	n, errno, ready := mmsg(unix.SYS_RECVMMSG, fd, r.hs)
-	if r.recvErr && (!ready || errno != 0) {
-		if r.unreach = readUnreachable(fd, r.unreach, r.ebuf, r.eoob); len(r.unreach) > 0 {
+	if r.errq != nil && (!ready || errno != 0) {
+		if r.unreach = r.errq.read(fd, r.unreach); len(r.unreach) > 0 {
 			n, errno, ready = 0, unix.ECONNREFUSED, true
 		}
 	}
