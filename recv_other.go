@@ -2,13 +2,10 @@
 
 package rudp
 
-import (
-	"net"
-	"sync/atomic"
-)
+import "net"
 
 // newBatchReader is not reached on systems without batched reads: it reads
 // one datagram at a time.
-func newBatchReader(uc *net.UDPConn, _, _ int, _ *atomic.Bool) reader {
+func newBatchReader(uc *net.UDPConn, _, _ int, _ bool) reader {
 	return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
 }
