@@ -386,9 +386,20 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	act, started := s.chal.Ask(k, s.nextDgram, now.Add(s.challengeWait()))
 	if started {
 		s.stats.Challenges++
-		s.kaDue, s.lastKA = true, now
+		if !now.Before(s.lastKA.Add(s.probeInterval())) {
+			s.kaDue, s.lastKA = true, now
+		}
 	}
 	return act
+}
+
+// probeInterval is the least time between two keepalives a challenge
+// sends: challengeWait/engine.ChallengeProbes. A challenge that starts
+// sooner after the last keepalive sends its first probe when the interval
+// ends, so an attacker whose spoofs start challenge after challenge gets
+// one keepalive per interval out of this end, not one per spoof.
+func (s *Session) probeInterval() time.Duration {
+	return s.challengeWait() / engine.ChallengeProbes
 }
 
 // challengeWait is how long a challenge waits for the live peer: two
@@ -398,7 +409,8 @@ func (s *Session) challengeWait() time.Duration {
 }
 
 // The probes of a challenge are the datagrams sent while it runs: a
-// keepalive at once and every challengeWait/engine.ChallengeProbes
+// keepalive at once (or once probeInterval has passed since the last) and
+// every probeInterval
 // (see Config.KeepAlive; the reference acknowledges it, and a peer of
 // this package once it sent its DISCONNECT_REQUEST acknowledges nothing),
 // and whatever data goes out meanwhile. The peer's ACK of any of them,

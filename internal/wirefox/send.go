@@ -61,7 +61,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if !s.cfg.ReferencePeer || !now.Before(s.pace.dataNext) {
 		n = s.sendData(now, s.plainBuf(buf, seal))
 	}
-	if n == 0 && s.kaDue && s.state != engine.StateClosed {
+	if n == 0 && s.keepAliveDue() {
 		n = s.writeKeepAlive(s.plainBuf(buf, seal))
 	}
 	return s.sent(now, s.seal(buf, n, seal), id)
@@ -70,6 +70,14 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 // minPacket is the shortest packet: its header without a channel
 // sequence.
 const minPacket = 7
+
+// keepAliveDue reports whether a keepalive goes out now that no data
+// did. With Config.ReferencePeer, data waiting for its gap (refDataGap)
+// goes first instead: it probes as well, and a keepalive now would put
+// it off by another gap.
+func (s *Session) keepAliveDue() bool {
+	return s.kaDue && s.state != engine.StateClosed && !(s.cfg.ReferencePeer && s.hasData())
+}
 
 // writeKeepAlive writes the keepalive (see Config.KeepAlive): a data
 // datagram (DAT|LNK) without packets, its data section two zero bytes,
@@ -182,7 +190,7 @@ func (s *Session) timers(now time.Time) {
 			s.takeClose(now) // unanswered: the peer closed
 		}
 	}
-	if s.chal.Running() && !now.Before(s.lastKA.Add(s.challengeWait()/engine.ChallengeProbes)) {
+	if s.chal.Running() && !now.Before(s.lastKA.Add(s.probeInterval())) {
 		s.kaDue, s.lastKA = true, now // the challenge's next probe
 	}
 	if !s.peerCloseAt.IsZero() && (s.pending == 0 || !now.Before(s.peerCloseAt)) {

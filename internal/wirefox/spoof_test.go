@@ -181,3 +181,49 @@ func TestProvenAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestSpoofFloodPacedMessageConn: a blind attacker sends a message conn
+// (Config.ReferencePeer, paced as the reference reads) a spoofed
+// INITIAL_CLIENT from its client's address every 5 ms, each starting a
+// challenge as soon as the last was answered. The server sends at most
+// one keepalive per probeInterval, and messages keep flowing both ways:
+// each keepalive, answered at once, would otherwise put the next data
+// datagram of both ends off by refDataGap, for good.
+func TestSpoofFloodPacedMessageConn(t *testing.T) {
+	p := newPair(t, messageConn, messageConn, ms, 0, 5)
+	connect(t, p)
+	start := p.Now
+	const span = 5 * time.Second
+	hello := handshakeDgram(0x5b00f, OpInitialClient, 0)
+	exchanged, waiting := 0, false
+	for p.Now.Before(start.Add(span)) {
+		require.NoError(t, p.B.HandleDatagram(p.Now, hello))
+		if !waiting {
+			msg := fmt.Appendf(nil, "\x0fping %d", exchanged)
+			require.NoError(t, p.A.Send(msg, engine.SendOptions{}))
+			waiting = true
+		}
+		p.Advance(p.Now.Add(5 * ms))
+		for _, m := range drain(p.B) {
+			require.Equal(t, fmt.Sprintf("\x0fping %d", exchanged), m)
+			require.NoError(t, p.B.Send([]byte(m+"!"), engine.SendOptions{}))
+		}
+		for _, m := range drain(p.A) {
+			require.Equal(t, fmt.Sprintf("\x0fping %d!", exchanged), m)
+			exchanged, waiting = exchanged+1, false
+		}
+	}
+	keepalives := 0
+	var d Datagram
+	for _, b := range p.BA.Log {
+		if ParseDatagram(b, &d) == nil && d.Flags&FlagDAT != 0 && len(d.Data) == 2 && d.Data[0] == 0 && d.Data[1] == 0 {
+			keepalives++
+		}
+	}
+	st := p.B.Stats()
+	t.Logf("%d exchanges, %d keepalives, %d challenges, %d spoofs refused in %v", exchanged, keepalives, st.Challenges, st.SpoofsRefused, span)
+	require.Equal(t, engine.StateEstablished, p.B.State())
+	require.LessOrEqual(t, keepalives, int(span/p.B.probeInterval())+1)
+	require.Greater(t, exchanged, 100)
+	require.Positive(t, st.SpoofsRefused)
+}

@@ -37,7 +37,7 @@ func (s *Session) Deadline() time.Time {
 	}
 	earliest(s.lastRecv.Add(s.cfg.IdleTimeout), s.cfg.IdleTimeout > 0)
 	earliest(s.chal.Until, s.chal.Running())
-	earliest(s.lastKA.Add(s.challengeWait()/engine.ChallengeProbes), s.chal.Running())
+	earliest(s.lastKA.Add(s.probeInterval()), s.chal.Running())
 	if !s.peerCloseAt.IsZero() {
 		earliest(s.peerCloseAt, s.pending > 0)
 		earliest(s.now, s.pending == 0)
@@ -68,7 +68,7 @@ func (s *Session) Deadline() time.Time {
 		earliest(s.cc.LostAt(&s.dgrams[*s.dgOrder.Front()].cc, s.smoothed()))
 	}
 	earliest(s.keepAliveAt())
-	earliest(s.paced(s.now), s.kaDue)
+	earliest(s.paced(s.now), s.keepAliveDue())
 	return d
 }
 
