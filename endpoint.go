@@ -28,6 +28,7 @@ type endpoint struct {
 	gso       atomic.Bool // send with UDP segmentation offload
 	gro       bool        // receive with UDP receive offload
 	recvErr   bool        // pc, not connected, reports ICMP errors (see enableRecvErr)
+	sendErr   atomic.Bool // with recvErr: a send took an ICMP error report, which the reader must look up
 	log       *slog.Logger
 
 	mu       sync.Mutex
@@ -68,6 +69,29 @@ func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *endpoint 
 		ep.recvErr = !connected && enableRecvErr(uc)
 	}
 	return ep
+}
+
+// refusedSend reports whether a send's error is an ICMP port unreachable
+// from a connected socket's peer. On an unconnected socket with
+// IP_RECVERR, the report belongs to whichever destination the error
+// queue names: the reader is told to look it up.
+func (ep *endpoint) refusedSend(err error) bool {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	if ep.recvErr {
+		ep.sendErr.Store(true)
+	}
+	return ep.connected
+}
+
+// sendErrFlag returns the flag a send raises when it takes an ICMP error
+// report (see batchReader.recvmmsg), or nil without IP_RECVERR.
+func (ep *endpoint) sendErrFlag() *atomic.Bool {
+	if !ep.recvErr {
+		return nil
+	}
+	return &ep.sendErr
 }
 
 // serve starts the reader goroutine.
@@ -261,7 +285,7 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 			}
 			if err != nil {
 				failed++
-				refused = refused || ep.connected && errors.Is(err, syscall.ECONNREFUSED)
+				refused = refused || ep.refusedSend(err)
 			}
 			bufs = bufs[1:]
 			continue
@@ -284,7 +308,7 @@ func (ep *endpoint) send(sc *sendScratch, bufs [][]byte, to net.Addr) (failed ui
 			continue
 		}
 		failed += uint64(len(ms[n].Buffers))
-		refused = refused || ep.connected && errors.Is(err, syscall.ECONNREFUSED)
+		refused = refused || ep.refusedSend(err)
 		bufs = bufs[len(ms[n].Buffers):]
 	}
 	return failed, refused

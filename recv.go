@@ -46,11 +46,11 @@ func newReader(ep *endpoint) reader {
 	if uc, ok := ep.pc.(*net.UDPConn); ok && ep.batch != nil {
 		switch {
 		case ep.gro && ep.connected:
-			return newBatchReader(uc, groBatchConnected, 1<<16, false)
+			return newBatchReader(uc, groBatchConnected, 1<<16, nil)
 		case ep.gro:
-			return newBatchReader(uc, groBatch, 1<<16, ep.recvErr)
+			return newBatchReader(uc, groBatch, 1<<16, ep.sendErrFlag())
 		}
-		return newBatchReader(uc, readBatch, maxDatagram+1, ep.recvErr)
+		return newBatchReader(uc, readBatch, maxDatagram+1, ep.sendErrFlag())
 	}
 	return &pcReader{pc: ep.pc, ms: newReceived(1, maxLarge+1)}
 }

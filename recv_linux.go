@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -32,7 +33,8 @@ type batchReader struct {
 
 	// With IP_RECVERR on (see enableRecvErr): the destinations that
 	// answered port unreachable, and scratch to read the error queue.
-	errq    *errQueue // nil without IP_RECVERR
+	errq    *errQueue    // nil without IP_RECVERR
+	sendErr *atomic.Bool // raised when a send took the socket's ICMP error (see endpoint.sendErr)
 	unreach []addrKey
 }
 
@@ -44,9 +46,10 @@ type mmsghdr struct {
 
 // newBatchReader returns a reader of n datagrams at a time into buffers of
 // size bytes; one that reads a datagram at a time if uc has no raw conn.
-// recvErr says that uc has IP_RECVERR on, so that the reader takes the
-// ICMP errors queued on it.
-func newBatchReader(uc *net.UDPConn, n, size int, recvErr bool) reader {
+// With sendErr, uc has IP_RECVERR on and the reader takes the ICMP
+// errors queued on it; sendErr is raised when a send took the error
+// report instead of a read.
+func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool) reader {
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
@@ -59,8 +62,8 @@ func newBatchReader(uc *net.UDPConn, n, size int, recvErr bool) reader {
 		iovs:  make([]unix.Iovec, n),
 		names: make([]unix.RawSockaddrInet6, n),
 	}
-	if recvErr {
-		r.errq = newErrQueue()
+	if sendErr != nil {
+		r.errq, r.sendErr = newErrQueue(), sendErr
 	}
 	r.recv = r.recvmmsg
 	for i := range r.hs {
@@ -102,13 +105,15 @@ func (r *batchReader) read() ([]received, error) {
 }
 
 // recvmmsg is the raw conn's read function: it reports false to wait
-// until the socket is readable. With IP_RECVERR, when the socket has no
-// datagram (it may have woken for a queued error) or reports an error, it
-// takes the queued errors; any port unreachable among them makes the read
-// fail with ECONNREFUSED, so that the endpoint reports them.
+// until the socket is readable. With IP_RECVERR, when the socket reports
+// an error, or a send took the report since the last look, it takes the
+// queued errors (an ICMP error is always reported once, to a read or a
+// send, so the queue is never left to fill); any port unreachable among
+// them makes the read fail with ECONNREFUSED, so that the endpoint
+// reports them.
 func (r *batchReader) recvmmsg(fd uintptr) bool {
 	n, errno, ready := mmsg(unix.SYS_RECVMMSG, fd, r.hs)
-	if r.errq != nil && (!ready || errno != 0) {
+	if r.errq != nil && (errno != 0 || r.sendErr.Load() && r.sendErr.Swap(false)) {
 		if r.unreach = r.errq.read(fd, r.unreach); len(r.unreach) > 0 {
 			n, errno, ready = 0, unix.ECONNREFUSED, true
 		}

@@ -27,7 +27,7 @@ func TestBatchReaderSenders(t *testing.T) {
 				_, err := tx.WriteTo([]byte{byte(i), 1, 2}, rx.LocalAddr())
 				require.NoError(t, err)
 			}
-			r := newBatchReader(rx.(*net.UDPConn), readBatch, maxDatagram+1, false)
+			r := newBatchReader(rx.(*net.UDPConn), readBatch, maxDatagram+1, nil)
 			require.NoError(t, rx.SetReadDeadline(time.Now().Add(ioBound)))
 			for got := 0; got < 3; {
 				ms, err := r.read()

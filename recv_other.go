@@ -2,10 +2,13 @@
 
 package rudp
 
-import "net"
+import (
+	"net"
+	"sync/atomic"
+)
 
 // newBatchReader is not reached on systems without batched reads: it reads
 // one datagram at a time.
-func newBatchReader(uc *net.UDPConn, _, _ int, _ bool) reader {
+func newBatchReader(uc *net.UDPConn, _, _ int, _ *atomic.Bool) reader {
 	return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
 }
