@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -31,8 +32,12 @@ const (
 // field, means the documented default. A negative duration or size is an
 // error (reported by Dial, Listen, or the first use of a Client or
 // Server), except in the fields that give it a meaning
-// (MaxUnreliableDelay, ResendLimit, AvaraCram). A Config may be shared by several
-// conns and must not be modified after use.
+// (MaxUnreliableDelay, ResendLimit, AvaraCram). A field that only some
+// protocols read (each says which: Channels, MaxMessage, the Wirefox*,
+// Avara* and circuit fields, ResendLimit) set while Protocol selects
+// another is an error that names it, so that, say, WirefoxEncrypt never
+// yields a plaintext conn of another protocol. A Config may be shared by
+// several conns and must not be modified after use.
 type Config struct {
 	// Protocol is the wire protocol. Zero means POROUS.
 	Protocol Protocol
@@ -299,6 +304,11 @@ func (c *Config) resolved() (*Config, error) {
 	}
 	if err := r.checkNotNegative(); err != nil {
 		return nil, err
+	}
+	if slices.Contains(Protocols(), r.Protocol) {
+		if err := r.checkProtocolOptions(); err != nil {
+			return nil, err
+		}
 	}
 	setDefault(&r.MTU, DefaultMTU)
 	if r.MTU < 576 || r.MTU > 1500 {

@@ -282,7 +282,10 @@ func TestLingerMessages(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				vp := newVPath(t, 0)
-				cfg := vcfg(Config{Protocol: p, Linger: linger, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute, ResendLimit: -1})
+				cfg := vcfg(Config{Protocol: p, Linger: linger, IdleTimeout: time.Minute, HandshakeTimeout: time.Minute})
+				if p == Wirefox {
+					cfg.ResendLimit = -1
+				}
 				c, _, _ := vp.messages(t, cfg)
 				vp.cutNow()
 				require.NoError(t, send(c, p, []byte("lost")))
