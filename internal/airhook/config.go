@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
+
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -100,6 +102,10 @@ type Config struct {
 	// Logger receives the congestion controller's events at Debug level;
 	// nil discards them.
 	Logger *slog.Logger
+	// Tracer, when not nil, receives the session's congestion events
+	// (packets sent and lost, metrics, state changes) and its challenges
+	// (package trace).
+	Tracer *trace.ConnTracer
 }
 
 var errConfig = errors.New("airhook: invalid config")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/trace"
 )
 
 var (
@@ -220,7 +221,7 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 			lost = missed[n/64]&(1<<(n%64)) != 0
 		}
 		if lost {
-			s.cc.OnLost(now, &r.pkt)
+			s.cc.OnLost(now, &r.pkt, trace.LossNAK)
 		} else {
 			s.cc.OnAcked(now, &r.pkt)
 		}

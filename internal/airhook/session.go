@@ -34,7 +34,7 @@ type record struct {
 
 // Session is one Airhook endpoint talking to one peer: a sans-I/O state
 // machine implementing engine.Engine. It is not safe for concurrent use.
-// Its small fields are grouped so that it fits 1,152 bytes, a size class
+// Its small fields are grouped so that it fits 1,280 bytes, a size class
 // of the allocator: every idle stream keeps one.
 type Session struct {
 	cfg Config
@@ -120,6 +120,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
 			Logger:      cfg.Logger,
+			Tracer:      cfg.Tracer,
 		}),
 		now:          now,
 		created:      now,

@@ -34,7 +34,7 @@ func (s *Session) challenged(now time.Time) bool {
 		return true
 	}
 	s.challenges++
-	act, started := s.chal.Ask(engine.ChallengeClose, s.challenges, now.Add(max(2*s.rto(), engine.ChallengeMin)))
+	act, started := s.chal.Ask(now, engine.ChallengeClose, s.challenges, now.Add(max(2*s.rto(), engine.ChallengeMin)))
 	if started {
 		s.probe = &outMsg{transport: true, params: engine.Params{Command: CommandPing}}
 		s.ctl = append(s.ctl, s.probe)
@@ -45,10 +45,10 @@ func (s *Session) challenged(now time.Time) bool {
 
 // probeAcked ends the running challenge when m is its probe: the live
 // peer acknowledged it, so the Logout was spoofed.
-func (s *Session) probeAcked(m *outMsg) {
+func (s *Session) probeAcked(now time.Time, m *outMsg) {
 	if m == s.probe {
 		s.probe = nil
-		if s.chal.Answer(s.chal.Probe) {
+		if s.chal.Answer(now, s.chal.Probe) {
 			s.stats.SpoofsRefused++
 		}
 	}
@@ -58,7 +58,7 @@ func (s *Session) probeAcked(m *outMsg) {
 // Logout is taken.
 func (s *Session) expireChallenge(now time.Time) {
 	if s.chal.Running() && !now.Before(s.chal.Until) {
-		s.chal.Expire()
+		s.chal.Expire(now)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
+
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Defaults applied by New to zero Config fields (docs/protocols/avara.md §6).
@@ -228,6 +230,10 @@ type Config struct {
 	// Logger receives the congestion controller's events and the
 	// serials skipped (SkipAfter) at Debug level; nil discards them.
 	Logger *slog.Logger
+	// Tracer, when not nil, receives the session's congestion events
+	// (packets sent and lost, metrics, state changes) and its challenges
+	// (package trace).
+	Tracer *trace.ConnTracer
 }
 
 var errConfig = errors.New("avara: invalid config")

@@ -180,7 +180,7 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 func (s *Session) acked(now time.Time, m *outMsg) {
 	m.acked = true
 	s.lastAcked = now
-	s.probeAcked(m)
+	s.probeAcked(now, m)
 	if m == s.toc {
 		s.validated()
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // packSize is the datagram size the congestion controller is asked about
@@ -87,7 +88,7 @@ func (s *Session) pokeAt() (time.Time, bool) {
 func (s *Session) detectLosses(now time.Time) {
 	for _, m := range s.flight {
 		if !m.acked && m.dg != nil && !now.Before(m.nextSend) && m.dg.pkt.InFlight() {
-			s.cc.OnLost(now, &m.dg.pkt)
+			s.cc.OnLost(now, &m.dg.pkt, trace.LossTimeout)
 		}
 	}
 }

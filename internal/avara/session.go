@@ -166,10 +166,12 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		quotaAt:   now,
 		peerAck:   NothingReceived,
 		est:       newEstimator(),
+		chal:      engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
 			Logger:      cfg.Logger,
+			Tracer:      cfg.Tracer,
 		}),
 	}
 	if cfg.AckRTT {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/trace"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,7 +31,7 @@ func sendAck(c *Controller, n int, now, ackAt time.Time, rtt RTT) {
 func lose(c *Controller, sentAt, now time.Time, rtt RTT) bool {
 	var p Packet
 	c.OnSent(sentAt, &p, mss, false)
-	c.OnLost(now, &p)
+	c.OnLost(now, &p, trace.LossTimeout)
 	return c.Update(now, rtt)
 }
 

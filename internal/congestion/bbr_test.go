@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/trace"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,7 +151,7 @@ func lossyRound(c *Controller, n, lostEvery int, now time.Time, rtt time.Duratio
 	at := now.Add(rtt)
 	for i := range ps {
 		if lostEvery > 0 && i%lostEvery == lostEvery-1 {
-			c.OnLost(at, &ps[i])
+			c.OnLost(at, &ps[i], trace.LossTimeout)
 		} else {
 			c.OnAcked(at, &ps[i])
 		}

@@ -3,6 +3,8 @@ package congestion
 import (
 	"log/slog"
 	"time"
+
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Algorithm selects how a Controller sizes its window and pacing rate.
@@ -59,6 +61,10 @@ type Config struct {
 	// Logger receives congestion events (state changes, responses to
 	// loss) at Debug level; nil discards them.
 	Logger *slog.Logger
+	// Tracer, when not nil, receives the controller's events: packets
+	// sent and lost, spurious retransmits, metrics after each Update and
+	// state changes.
+	Tracer *trace.ConnTracer
 }
 
 // Packet is a Controller's record of one datagram that counts in flight.
@@ -249,6 +255,9 @@ func (c *Controller) OnSent(now time.Time, p *Packet, size int, retransmit bool)
 		c.firstSentAt, c.deliveredAt = now, now
 	}
 	c.inFlight += size
+	if t := c.cfg.Tracer; t != nil && t.PacketSent != nil {
+		t.PacketSent(now, size, retransmit)
+	}
 	*p = Packet{
 		SentAt:      now,
 		Size:        size,
@@ -310,11 +319,15 @@ func (c *Controller) OnAcked(now time.Time, p *Packet) {
 	}
 }
 
-// OnLost records that p was declared lost at now. Call Update after the
-// last OnAcked and OnLost of the event.
-func (c *Controller) OnLost(now time.Time, p *Packet) {
+// OnLost records that p was declared lost at now, for reason (which the
+// tracer reports). Call Update after the last OnAcked and OnLost of the
+// event.
+func (c *Controller) OnLost(now time.Time, p *Packet, reason trace.LossReason) {
 	if !p.inFlight {
 		return
+	}
+	if t := c.cfg.Tracer; t != nil && t.PacketLost != nil {
+		t.PacketLost(now, p.Size, reason)
 	}
 	c.open()
 	p.inFlight = false
@@ -366,9 +379,32 @@ func (c *Controller) Update(now time.Time, rtt RTT) (backoff bool) {
 			c.lastRate = s.rate
 		}
 	}
+	var state string
+	if c.cfg.Tracer != nil {
+		state = c.alg.state()
+	}
 	backoff = c.alg.update(c, now, s)
 	c.pace.setRate(now, c.alg.pacingRate(), c.cfg.MaxDatagram)
+	if c.cfg.Tracer != nil {
+		c.traceUpdate(now, state, rtt)
+	}
 	return backoff
+}
+
+// traceUpdate reports the figures after an Update at now, and the new
+// state if it is not before.
+func (c *Controller) traceUpdate(now time.Time, before string, rtt RTT) {
+	t := c.cfg.Tracer
+	if after := c.alg.state(); after != before && t.CongestionStateChanged != nil {
+		t.CongestionStateChanged(now, after)
+	}
+	if t.MetricsUpdated != nil {
+		st := c.Stats()
+		t.MetricsUpdated(now, trace.Metrics{
+			LatestRTT: rtt.Latest, SmoothedRTT: rtt.Smoothed, RTO: rtt.RTO, MinRTT: st.MinRTT,
+			Cwnd: st.Cwnd, BytesInFlight: st.InFlight, PacingRate: st.Pacing, Bandwidth: st.Bandwidth,
+		})
+	}
 }
 
 // AppLimited records that the engine had room to send at now and nothing

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/trace"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,7 +29,7 @@ func TestForgetIsNoLoss(t *testing.T) {
 	require.Zero(t, st.Delivered)
 	require.Equal(t, before.Cwnd, st.Cwnd)
 	require.Equal(t, before.Pacing, st.Pacing)
-	c.OnLost(epoch.Add(20*time.Millisecond), &p)
+	c.OnLost(epoch.Add(20*time.Millisecond), &p, trace.LossTimeout)
 	require.Zero(t, c.Stats().Lost, "a forgotten datagram is no longer in flight: declaring it lost changes nothing")
 }
 

@@ -101,7 +101,12 @@ func (c *Controller) TimerStart(sent time.Time) time.Time {
 // (its first transmission was acknowledged): the reordering window widens
 // for the next reoWndPersist detections (§6.2 step 4, as a DSACK would
 // tell TCP).
-func (c *Controller) Spurious() { c.rack.spurious() }
+func (c *Controller) Spurious(now time.Time) {
+	c.rack.spurious()
+	if t := c.cfg.Tracer; t != nil && t.SpuriousRetransmit != nil {
+		t.SpuriousRetransmit(now)
+	}
+}
 
 func (r *rack) spurious() {
 	r.mult = min(max(r.mult, 1)+1, maxReoMult)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/trace"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,7 +45,7 @@ func TestRACKSpurious(t *testing.T) {
 	c.OnSent(epoch, &a, mss, false)
 	c.OnSent(epoch.Add(time.Millisecond), &b, mss, false)
 	c.OnAcked(epoch.Add(21*time.Millisecond), &b) // RTT 20 ms
-	c.OnLost(epoch.Add(30*time.Millisecond), &a)
+	c.OnLost(epoch.Add(30*time.Millisecond), &a, trace.LossTimeout)
 	c.Update(epoch.Add(30*time.Millisecond), RTT{Latest: 20 * time.Millisecond, Smoothed: 40 * time.Millisecond})
 	c.OnSent(epoch.Add(30*time.Millisecond), &r, mss, true)
 	c.OnAcked(epoch.Add(32*time.Millisecond), &r) // 2 ms: the first transmission's
@@ -63,7 +64,7 @@ func TestRACKSpurious(t *testing.T) {
 	for range 16 {
 		var x Packet
 		c.OnSent(epoch.Add(time.Second), &x, mss, false)
-		c.OnLost(epoch.Add(time.Second), &x)
+		c.OnLost(epoch.Add(time.Second), &x, trace.LossTimeout)
 	}
 	at, _ = c.LostAt(&d, 40*time.Millisecond)
 	require.Equal(t, epoch.Add(33*time.Millisecond+20*time.Millisecond+5*time.Millisecond), at, "back to a quarter after 16 detections")

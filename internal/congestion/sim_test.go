@@ -6,6 +6,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // A packet-level simulation of flows driven by Controllers through one
@@ -322,7 +323,7 @@ func (s *sim) detect(f *simFlow) {
 			break
 		}
 		p.done = true
-		f.cc.OnLost(s.now, &p.cc)
+		f.cc.OnLost(s.now, &p.cc, trace.LossTimeout)
 		f.lost += simMSS
 	}
 	f.trim()

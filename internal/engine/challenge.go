@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/rudpkit/rudp/trace"
+)
 
 // ChallengeKind is what a challenged announcement was: a restart of the
 // peer (a new session, nonce or circuit) or its close.
@@ -35,6 +39,26 @@ type Challenge struct {
 	Until  time.Time     // when the running challenge runs out
 	more   [ChallengeProbes - 1]uint32
 	nMore  int // probes sent after the first, in more (the latest kept)
+	// Tracer, when not nil, receives each challenge's start and end.
+	Tracer *trace.ConnTracer
+}
+
+// String returns "restart", "close" or "none".
+func (k ChallengeKind) String() string {
+	switch k {
+	case ChallengeRestart:
+		return "restart"
+	case ChallengeClose:
+		return "close"
+	}
+	return "none"
+}
+
+// trace reports an event of a challenge of kind k at now.
+func (c *Challenge) trace(now time.Time, k ChallengeKind, result string) {
+	if c.Tracer != nil && c.Tracer.Challenge != nil {
+		c.Tracer.Challenge(now, k.String(), result)
+	}
 }
 
 // Ask reports whether an announcement of kind k may be acted on: a
@@ -42,12 +66,14 @@ type Challenge struct {
 // runs, it starts one for the probe id probe, running out at until, and
 // reports started: the engine then sends that probe and counts the
 // challenge. An announcement made while a challenge runs changes nothing.
-func (c *Challenge) Ask(k ChallengeKind, probe uint32, until time.Time) (act, started bool) {
+// now is the time of the announcement.
+func (c *Challenge) Ask(now time.Time, k ChallengeKind, probe uint32, until time.Time) (act, started bool) {
 	switch {
 	case c.Passed == k:
 		return true, false
 	case c.Kind == ChallengeNone:
 		c.Kind, c.Probe, c.Until, c.nMore = k, probe, until, 0
+		c.trace(now, k, "started")
 		return false, true
 	}
 	return false, false
@@ -84,21 +110,23 @@ func (c *Challenge) Probed(id uint32) bool {
 	return false
 }
 
-// Answer ends the running challenge if id is one of its probes', and
+// Answer ends the running challenge at now if id is one of its probes', and
 // reports whether it did: the live peer is there, so what was announced
 // was spoofed (count it in Stats.SpoofsRefused).
-func (c *Challenge) Answer(id uint32) bool {
+func (c *Challenge) Answer(now time.Time, id uint32) bool {
 	if !c.Probed(id) {
 		return false
 	}
+	c.trace(now, c.Kind, "spoofed")
 	c.Kind, c.Passed = ChallengeNone, ChallengeNone
 	return true
 }
 
-// Expire ends the running challenge, unanswered at Until: the next
+// Expire ends the running challenge at now, unanswered at Until: the next
 // announcement of its kind is taken. It returns that kind.
-func (c *Challenge) Expire() ChallengeKind {
+func (c *Challenge) Expire(now time.Time) ChallengeKind {
 	k := c.Kind
+	c.trace(now, k, "accepted")
 	c.Kind, c.Passed = ChallengeNone, k
 	return k
 }

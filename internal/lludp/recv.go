@@ -149,7 +149,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	case CompletePingCheck:
 		if len(p.Body) > 0 {
 			s.pingAnswered(now, p.Body[0])
-			s.answered(p.Body[0])
+			s.answered(now, p.Body[0])
 		}
 	case CloseCircuit:
 		if s.challenged(now, engine.ChallengeClose) {
@@ -205,7 +205,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 		return true
 	}
 	d := max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)
-	act, started := s.chal.Ask(k, uint32(s.nextPingID), now.Add(d))
+	act, started := s.chal.Ask(now, k, uint32(s.nextPingID), now.Add(d))
 	if started {
 		s.chalEvery = d / engine.ChallengeProbes
 		s.pingAt = now.Add(-s.chalEvery) // a ping at once
@@ -216,8 +216,8 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 
 // answered ends the challenge that the CompletePingCheck of id answers:
 // the live circuit is there, so what was announced was spoofed.
-func (s *Session) answered(id uint8) {
-	if s.chal.Answer(uint32(id)) {
+func (s *Session) answered(now time.Time, id uint8) {
+	if s.chal.Answer(now, uint32(id)) {
 		s.stats.SpoofsRefused++
 	}
 }
@@ -225,8 +225,8 @@ func (s *Session) answered(id uint8) {
 // challengeExpired, at the end of a challenge without an answer, takes a
 // close at once and lets the next copy of a restart's UseCircuitCode
 // through.
-func (s *Session) challengeExpired() {
-	if s.chal.Expire() == engine.ChallengeClose {
+func (s *Session) challengeExpired(now time.Time) {
+	if s.chal.Expire(now) == engine.ChallengeClose {
 		s.peerClosed()
 	}
 }
@@ -252,10 +252,10 @@ func (s *Session) acked(now time.Time, id uint32) {
 		s.resend.remove(m)
 	case suspect:
 		s.suspect.remove(m)
-		s.cc.Spurious() // found lost, yet its last transmission arrived
+		s.cc.Spurious(now) // found lost, yet its last transmission arrived
 	case lost:
 		s.lost.remove(m)
-		s.cc.Spurious()
+		s.cc.Spurious(now)
 	}
 	s.cc.OnAcked(now, &m.pkt)
 	s.proven = true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Poll applies the timers at now, then writes the next datagram due into
@@ -46,7 +47,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {
-		s.challengeExpired() // no answer: the peer closed or restarted
+		s.challengeExpired(now) // no answer: the peer closed or restarted
 		if s.state == engine.StateClosed {
 			return 0
 		}
@@ -172,7 +173,7 @@ func (s *Session) detectLosses(now time.Time) {
 		} else {
 			return
 		}
-		s.cc.OnLost(now, &m.pkt)
+		s.cc.OnLost(now, &m.pkt, lossReason(m.byRTO))
 	}
 }
 
@@ -302,4 +303,13 @@ func copyIDs(b []byte, ids []uint32) int {
 		binary.LittleEndian.PutUint32(b[4*i:], id)
 	}
 	return n
+}
+
+// lossReason is the reason a message is declared lost: its timeout
+// (byRTO) or RACK's time threshold.
+func lossReason(byRTO bool) trace.LossReason {
+	if byRTO {
+		return trace.LossTimeout
+	}
+	return trace.LossTime
 }

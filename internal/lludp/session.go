@@ -115,10 +115,12 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		nextSeq:  cfg.InitialSeq,
 		unacked:  make(map[uint32]*outMsg),
 		avgPing:  pingInitial,
+		chal:     engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: min(cfg.MaxDatagram, MTUBytes),
 			Logger:      cfg.Logger,
+			Tracer:      cfg.Tracer,
 		}),
 	}
 	if cfg.AckRTT {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
+
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Priority is a channel's local send priority (paper §3.1, docs/protocols/porous.md §3.3):
@@ -203,6 +205,10 @@ type Config struct {
 	// Session.SetMaxFrame), and the congestion controller's events. nil
 	// discards them.
 	Logger *slog.Logger
+	// Tracer, when not nil, receives the session's congestion events
+	// (packets sent and lost, metrics, state changes) and its challenges
+	// (package trace).
+	Tracer *trace.ConnTracer
 }
 
 var errConfig = errors.New("porous: invalid config")

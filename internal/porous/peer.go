@@ -249,7 +249,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 		return true
 	}
 	d := max(s.rto(), engine.ChallengeMin)
-	act, started := s.chal.Ask(k, uint32(s.pingID), s.now.Add(d))
+	act, started := s.chal.Ask(s.now, k, uint32(s.pingID), s.now.Add(d))
 	if started {
 		s.chalEvery = d / engine.ChallengeProbes
 		s.sendPing()
@@ -261,7 +261,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 // answered ends the challenge a PingAck of id answers: the live session
 // is there, so what was announced was spoofed.
 func (s *Session) answered(id uint16) {
-	if s.chal.Answer(uint32(id)) {
+	if s.chal.Answer(s.now, uint32(id)) {
 		s.stats.SpoofsRefused++
 		s.pingAt = s.now.Add(s.cfg.KeepAlive) // no more probes
 	}
@@ -271,7 +271,7 @@ func (s *Session) answered(id uint16) {
 // next announcement of its kind through; a Disconnect is taken at once
 // (the peer may not repeat it before giving up).
 func (s *Session) challengeExpired() {
-	if s.chal.Expire() == engine.ChallengeClose {
+	if s.chal.Expire(s.now) == engine.ChallengeClose {
 		s.acceptClose()
 	}
 }

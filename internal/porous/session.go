@@ -169,10 +169,12 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		cfg:   cfg,
 		nonce: cfg.Nonce,
 		rtt:   *engine.NewRTT(initialRTO, MinRTO, MaxRTO), // estimator only: see rto
+		chal:  engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: MaxFrameSize,
 			Logger:      cfg.Logger,
+			Tracer:      cfg.Tracer,
 		}),
 		txch:      make([]txChannel, cfg.Channels),
 		rxch:      make([]rxChannel, cfg.Channels),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Transfer-layer constants (docs/protocols/porous.md §3.3, §3.4, §6).
@@ -268,7 +269,7 @@ func (s *Session) onDataAck(acks []uint32) {
 			sample = max(s.now.Sub(f.pkt.SentAt), 1)
 		}
 		if f.state == fsLost && f.sends == 1 {
-			s.cc.Spurious() // declared lost, yet its only transmission arrived
+			s.cc.Spurious(s.now) // declared lost, yet its only transmission arrived
 		}
 		s.cc.OnAcked(s.now, &f.pkt)
 		s.largeAcked(f)
@@ -326,17 +327,19 @@ func (s *Session) detectLosses() {
 			s.timeq.Pop()
 			continue
 		}
+		reason := trace.LossTimeout
 		if s.now.Before(s.cc.TimeoutAt(&f.pkt, rto)) {
 			at, ok := s.cc.LostAt(&f.pkt, srtt)
 			if !ok || s.now.Before(at) {
 				break
 			}
+			reason = trace.LossTime
 		}
 		s.timeq.Pop()
 		if s.probing(f) {
 			s.cc.Forget(&f.pkt)
 		} else {
-			s.cc.OnLost(s.now, &f.pkt)
+			s.cc.OnLost(s.now, &f.pkt, reason)
 		}
 		switch {
 		case len(f.msgs) > 0:

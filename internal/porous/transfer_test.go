@@ -11,6 +11,7 @@ import (
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/enginetest"
+	"github.com/rudpkit/rudp/trace"
 	"github.com/stretchr/testify/require"
 )
 
@@ -270,7 +271,7 @@ func TestResetBacksOffRTO(t *testing.T) {
 		var pkt congestion.Packet
 		s.setNow(at)
 		s.cc.OnSent(at, &pkt, MaxFrameSize, false)
-		s.cc.OnLost(at, &pkt)
+		s.cc.OnLost(at, &pkt, trace.LossTimeout)
 		s.updateCC(0)
 	}
 	lose(start)

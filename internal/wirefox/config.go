@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
+
+	"github.com/rudpkit/rudp/trace"
 )
 
 // ChannelMode is how a channel other than 0 delivers its messages
@@ -75,28 +77,15 @@ const (
 // Config configures a Session. The zero value is a server with no
 // channel but channel 0 and every default.
 type Config struct {
-	// Client makes this end send INITIAL_CLIENT (docs/protocols/wirefox.md
-	// §3.2). Without it the session is a server waiting for one.
-	Client bool
-	// Accept marks a server session created for a datagram from an
-	// unknown address: that first datagram must be an INITIAL_CLIENT, else
-	// HandleDatagram returns an error wrapping engine.ErrRejected or
-	// engine.ErrMalformed and the session stays unchanged (the caller
-	// discards it). Accept with Client is invalid.
-	Accept bool
 	// PeerID is this end's PeerID; 0 draws one from Rand.
 	PeerID uint64
+
 	// Rand is the source of the PeerID, and with Encrypt of the
 	// per-connection key-exchange key pairs, the datagram nonces and the
 	// identity challenge (crypto/rand when nil). When it fails, New or
 	// the session fails with its error.
 	Rand io.Reader
-	// Encrypt encrypts the connection (docs/protocols/wirefox.md §1.7,
-	// §3.8): the handshake exchanges fresh X25519 keys, then every
-	// datagram is sealed, 40 bytes longer. Both ends must agree; a server
-	// answers a mismatch with ERROR_OCCURRED INCOMPATIBLE_SECURITY and
-	// both end with an error wrapping engine.ErrIncompatible.
-	Encrypt bool
+
 	// Identity is a server's long-term key pair, with which it answers a
 	// client's identity challenge. A server without one, or with another,
 	// answers a challenge it cannot open as the reference's server does,
@@ -105,27 +94,33 @@ type Config struct {
 	// error wrapping engine.ErrIncompatible. Requires Encrypt; not for a
 	// client.
 	Identity *KeyPair
+
 	// ServerKey is, for a client, the server's long-term public key: the
 	// client sends it a sealed 64-byte challenge and fails with
 	// ErrIncorrectRemoteIdentity unless the server answers it. Nil: no
 	// challenge. Requires Encrypt and Client.
 	ServerKey *[KeySize]byte
+
 	// Channels is the channel table: Channels[i] is the mode of channel
 	// i+1, created in that order by the reference's application
 	// (docs/protocols/wirefox.md §3.5). Channels are not negotiated: the
 	// table must mirror the peer's. At most MaxChannels entries.
 	Channels []ChannelMode
+
 	// MaxDatagram is the largest datagram Poll writes, in bytes: MTU
 	// (1300) by default, MinMaxDatagram to MTU.
 	MaxDatagram int
+
 	// MaxMessage is the largest message blob (command byte included) Send
 	// takes and the receiver reassembles, in bytes; default and maximum
 	// MaxMessage (16 MiB). A longer message from the peer is dropped
 	// (Stats.TooLarge).
 	MaxMessage int
+
 	// MaxQueued bounds the messages accepted by Send and not yet
 	// acknowledged (engine.ErrQueueFull); default DefaultMaxQueued.
 	MaxQueued int
+
 	// MaxRecvBuffer bounds the memory held for reassembly and for ORDERED
 	// channels waiting for a gap, in bytes, each entry counted at its
 	// footprint: 512 per message being reassembled, 64 per segment and
@@ -138,11 +133,13 @@ type Config struct {
 	// ORDERED channel may go beyond by the footprint of one message of
 	// MaxMessage bytes, so that its channel always moves.
 	MaxRecvBuffer int
+
 	// SendLimit is how many times a reliable packet is sent before the
 	// session fails with engine.ErrRetransmitLimit: DefaultSendLimit (6,
 	// the reference) when 0; negative means unlimited (IdleTimeout ends a
 	// dead session).
 	SendLimit int
+
 	// KeepAlive: after this long without a datagram from the peer (and
 	// at most once per KeepAlive) the session sends a keepalive, a data
 	// datagram (DAT|LNK) that carries no packet, only two zero bytes of
@@ -152,17 +149,39 @@ type Config struct {
 	// with a KeepAlive acknowledges it at once rather than after 10 ms.
 	// Default DefaultKeepAlive, negative for none.
 	KeepAlive time.Duration
+
 	// IdleTimeout ends the session with engine.ErrIdleTimeout after this
 	// long without an accepted datagram; default DefaultIdleTimeout,
 	// negative for never. The reference has none.
 	IdleTimeout time.Duration
+
 	// HandshakeTimeout, when positive, ends the handshake with
 	// engine.ErrHandshakeTimeout that long after it began, its messages
 	// repeated every 2 s until then; zero: the reference's 4 attempts 2 s
 	// apart, then an error wrapping engine.ErrHandshakeTimeout.
 	HandshakeTimeout time.Duration
+
 	// Linger bounds StateClosing; default DefaultLinger.
 	Linger time.Duration
+
+	// Client makes this end send INITIAL_CLIENT (docs/protocols/wirefox.md
+	// §3.2). Without it the session is a server waiting for one.
+	Client bool
+
+	// Accept marks a server session created for a datagram from an
+	// unknown address: that first datagram must be an INITIAL_CLIENT, else
+	// HandleDatagram returns an error wrapping engine.ErrRejected or
+	// engine.ErrMalformed and the session stays unchanged (the caller
+	// discards it). Accept with Client is invalid.
+	Accept bool
+
+	// Encrypt encrypts the connection (docs/protocols/wirefox.md §1.7,
+	// §3.8): the handshake exchanges fresh X25519 keys, then every
+	// datagram is sealed, 40 bytes longer. Both ends must agree; a server
+	// answers a mismatch with ERROR_OCCURRED INCOMPATIBLE_SECURITY and
+	// both end with an error wrapping engine.ErrIncompatible.
+	Encrypt bool
+
 	// Challenge makes an established session challenge a
 	// DISCONNECT_REQUEST before acting on it, as it always does a new
 	// INITIAL_CLIENT from the peer's address (see the package doc). Only
@@ -170,12 +189,14 @@ type Config struct {
 	// after its DISCONNECT_REQUEST, so its genuine close would be
 	// refused.
 	Challenge bool
+
 	// RepeatAcks makes each ack-only datagram carry, after the ACKs owed,
 	// those of the previous ack-only datagram again, as far as the list's
 	// 256 entries allow, so that one lost ack-only datagram costs no
 	// resends. An ACK of a datagram already acknowledged is ignored here;
 	// for peers running this package.
 	RepeatAcks bool
+
 	// ReferencePeer suits a peer that may be the reference. The packet
 	// duplicate history remembers 1,048,576 packet IDs rather than 65,536
 	// (128 KiB while in use), as the reference may send packets of its
@@ -201,6 +222,7 @@ type Config struct {
 	// allows and the packet history is 65,536 IDs: right between peers
 	// running this package.
 	ReferencePeer bool
+
 	// ProvenAbove says that the layer above proves a client's address
 	// itself (rudp's streams: the client echoes a random token): an
 	// unencrypted server is then established on UNENCRYPTED_ACK, as the
@@ -208,10 +230,17 @@ type Config struct {
 	// acknowledge a probe (see Session.proves), which would drop the
 	// client's first data and cost it a resend.
 	ProvenAbove bool
+
 	// Congestion selects the sender's congestion controller.
 	Congestion congestion.Algorithm
+
 	// Logger receives the congestion controller's events; nil discards.
 	Logger *slog.Logger
+
+	// Tracer, when not nil, receives the session's congestion events
+	// (packets sent and lost, metrics, state changes) and its challenges
+	// (package trace).
+	Tracer *trace.ConnTracer
 }
 
 var errConfig = errors.New("wirefox: invalid config")

@@ -383,7 +383,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	if k == engine.ChallengeClose && !s.cfg.Challenge || s.state != engine.StateEstablished {
 		return true
 	}
-	act, started := s.chal.Ask(k, s.nextDgram, now.Add(s.challengeWait()))
+	act, started := s.chal.Ask(now, k, s.nextDgram, now.Add(s.challengeWait()))
 	if started {
 		s.stats.Challenges++
 		if !now.Before(s.lastKA.Add(s.probeInterval())) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/trace"
 )
 
 var (
@@ -147,7 +148,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	var sample time.Duration
 	for _, id := range d.Acks {
 		if s.answers(id) {
-			s.chal.Answer(s.chal.Probe)
+			s.chal.Answer(now, s.chal.Probe)
 			s.stats.SpoofsRefused++
 		}
 		if rtt, ok := s.ackDgram(now, id); ok {
@@ -156,7 +157,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	}
 	for _, id := range d.Naks {
 		if rec := s.dgrams[id]; rec != nil {
-			s.loseDgram(now, rec)
+			s.loseDgram(now, rec, trace.LossNAK)
 		}
 	}
 	if len(d.Acks)+len(d.Naks) > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Poll applies the timers at now, then writes the next datagram due into
@@ -186,7 +187,7 @@ func (s *Session) timers(now time.Time) {
 		s.pace.expire(now, avg)
 	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {
-		if s.chal.Expire() == engine.ChallengeClose {
+		if s.chal.Expire(now) == engine.ChallengeClose {
 			s.takeClose(now) // unanswered: the peer closed
 		}
 	}
@@ -199,7 +200,7 @@ func (s *Session) timers(now time.Time) {
 	lost := false
 	for p := s.inflight.head; p != nil && !now.Before(s.timeoutAt(p)); p = s.inflight.head {
 		if rec := s.dgrams[p.dg]; rec != nil {
-			s.loseDgram(now, rec)
+			s.loseDgram(now, rec, trace.LossTimeout)
 		} else {
 			s.due(p)
 		}
@@ -215,7 +216,7 @@ func (s *Session) timers(now time.Time) {
 			break
 		}
 		s.dgOrder.Pop()
-		s.loseDgram(now, rec)
+		s.loseDgram(now, rec, trace.LossTime)
 		lost = true
 	}
 	if lost {
@@ -267,11 +268,11 @@ func (s *Session) updateCC(now time.Time, sample time.Duration) {
 	s.cc.Update(now, congestion.RTT{Latest: sample, Smoothed: s.smoothed(), RTO: s.rto()})
 }
 
-// loseDgram takes rec as lost: its packets whose latest transmission it
-// carried are due again (docs/protocols/wirefox.md §3.4).
-func (s *Session) loseDgram(now time.Time, rec *sentDgram) {
+// loseDgram takes rec as lost, for reason: its packets whose latest
+// transmission it carried are due again (docs/protocols/wirefox.md §3.4).
+func (s *Session) loseDgram(now time.Time, rec *sentDgram, reason trace.LossReason) {
 	delete(s.dgrams, rec.id)
-	s.cc.OnLost(now, &rec.cc)
+	s.cc.OnLost(now, &rec.cc, reason)
 	for _, p := range rec.packets {
 		if p.dg == rec.id && !p.acked && !p.due {
 			s.due(p)

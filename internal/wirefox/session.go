@@ -230,10 +230,12 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		lastRecv: now,
 		lastSend: now,
 		chans:    make([]channel, n),
+		chal:     engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
 			Logger:      cfg.Logger,
+			Tracer:      cfg.Tracer,
 		}),
 	}
 	if s.nextDgram, err = firstDgramID(r); err != nil {
