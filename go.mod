@@ -3,6 +3,7 @@ module github.com/rudpkit/rudp
 go 1.26.0
 
 require (
+	github.com/google/gopacket v1.1.19
 	github.com/pion/logging v0.2.4
 	github.com/pion/transport/v3 v3.1.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
