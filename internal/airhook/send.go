@@ -159,9 +159,10 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 		p.ObservedSeq = s.lastObservedSent
 	}
 	p.Missed = s.missed[:s.nMissed]
+	resent := false
 	if !probe {
 		if s.cc.CanSend(now, s.cfg.MaxDatagram) {
-			s.fill(p)
+			resent = s.fill(p)
 		}
 		if s.queue.len() == 0 && s.cc.Room() > 0 {
 			s.cc.AppLimited()
@@ -184,14 +185,15 @@ func (s *Session) transmit(now time.Time, buf []byte, probe bool) (n int, repeat
 		messages: len(p.Messages) > 0,
 	}
 	if r.messages {
-		s.cc.OnSent(now, &r.pkt, n, false)
+		s.cc.OnSent(now, &r.pkt, n, resent)
 	}
 	return n, false
 }
 
 // fill numbers and adds to p as many queued messages as the message window
-// and Config.MaxDatagram allow.
-func (s *Session) fill(p *Packet) {
+// and Config.MaxDatagram allow, and reports whether one of them was sent
+// before (a retransmission).
+func (s *Session) fill(p *Packet) (resent bool) {
 	size := p.Len()
 	if s.waiting == nil && s.canSend() {
 		s.waiting = make([]*outMsg, 256)
@@ -199,7 +201,7 @@ func (s *Session) fill(p *Packet) {
 	for s.canSend() {
 		m := s.queue.front()
 		if size+1+len(m.data) > s.cfg.MaxDatagram {
-			return
+			return resent
 		}
 		size += 1 + len(m.data)
 		s.queue.pop()
@@ -215,7 +217,9 @@ func (s *Session) fill(p *Packet) {
 			s.stats.MessagesSent++
 		} else {
 			s.stats.Retransmits++
+			resent = true
 		}
 		p.Messages = append(p.Messages, m.data)
 	}
+	return resent
 }
