@@ -202,7 +202,7 @@ func (c *Config) refusal(stream bool) [][]byte {
 // oldest half-open peer if need be), builds an engine and hands it the datagram; start registers
 // the new conn.
 func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
-	mk func(from net.Addr, eng engine.Engine, in int) T) func([]byte, net.Addr, time.Time) {
+	mk func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T) func([]byte, net.Addr, time.Time) {
 	return func(p []byte, from net.Addr, now time.Time) {
 		n := len(p)
 		ok := true
@@ -224,13 +224,17 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			cfg.Logger.Debug("rudp: backlog full of peers waiting for Accept, datagram dropped", "peer", from)
 			return
 		}
-		eng, err := cfg.newEngine(now, from, stream, true)
+		tr := cfg.newTracer(q.ep.pc.LocalAddr(), from, stream, false)
+		eng, err := cfg.newEngine(now, from, tr, stream, true)
 		if err == nil {
-			if err = eng.HandleDatagram(now, p); err != nil {
+			err = eng.HandleDatagram(now, p)
+			tr.input(now, p, err)
+			if err != nil {
 				cfg.dropEngine(eng)
 			}
 		}
 		if err != nil {
+			tr.closed(now, err)
 			cfg.Logger.Debug("rudp: handshake refused", "peer", from, "err", err)
 			q.release()
 			q.ep.unknownDrops.Add(1)
@@ -239,7 +243,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			}
 			return
 		}
-		c := mk(from, eng, n)
+		c := mk(from, eng, tr, n)
 		q.track(c) // before begin: a peer may be ready at once
 		if !c.base().begin(now) {
 			q.forget(c)

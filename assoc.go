@@ -75,6 +75,9 @@ type assoc struct {
 	received   uint64 // bytes received from the peer while limited
 	sent       uint64 // bytes sent to it while limited
 	ampDrops   uint64 // datagrams not sent for that
+
+	tr      *connTrace   // nil without Config.Tracer
+	trState engine.State // the state last reported to tr
 }
 
 // amplification is how many times the bytes received from a peer not yet
@@ -115,12 +118,16 @@ func newSendBufs(n, size int) *sendBufs {
 	return b
 }
 
-func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine) *assoc {
+func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *assoc {
 	a := &assoc{
 		ep:    ep,
 		raddr: raddr,
 		key:   keyOf(raddr),
 		eng:   eng,
+		tr:    tr,
+	}
+	if tr != nil {
+		a.trState = noState
 	}
 	a.timer = time.AfterFunc(time.Hour, a.onTimer)
 	a.timer.Stop()
@@ -170,6 +177,9 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 		}
 	}
 	err := a.eng.HandleDatagram(now, p)
+	if a.tr != nil {
+		a.tr.input(now, p, err)
+	}
 	if a.limited && err == nil {
 		a.received += uint64(n)
 		if a.awaitProof && a.eng.(engine.Prover).PeerProven() {
@@ -266,6 +276,7 @@ func (a *assoc) settleLocked(now time.Time) {
 		if k == 0 {
 			break
 		}
+		plain := k
 		if a.sealed {
 			k = len(seal(buf[:k]))
 		}
@@ -276,12 +287,18 @@ func (a *assoc) settleLocked(now time.Time) {
 			}
 			a.sent += uint64(k)
 		}
+		if a.tr != nil {
+			a.traceSent(now, buf[:plain], k)
+		}
 		b.out[n] = buf[:k]
 		n++
 	}
 	refused = a.transmitLocked(b, n) || refused
 	if refused && a.refusedLocked(now) {
 		return
+	}
+	if a.tr != nil {
+		a.traceState(now)
 	}
 	if a.eng.State() == engine.StateClosed {
 		a.endLocked(a.eng.Err())
@@ -367,6 +384,9 @@ func (a *assoc) endLocked(err error) {
 	}
 	a.over = true
 	a.timer.Stop()
+	if a.tr != nil {
+		a.tr.closed(time.Now(), err)
+	}
 	a.ep.log.Debug("rudp: association ended", "peer", a.raddr, "err", err, "stats", a.eng.Stats())
 	a.up.ended(err)
 	a.notifyLocked()

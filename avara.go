@@ -48,7 +48,7 @@ var errAvaraFull = errors.New("rudp: avara: all 7 player ids in use")
 // 120 s dead timeout); streams time resends from the acks and
 // acknowledge within avaraStreamAckDelay. A listener's message conn takes
 // its player id from the listener's table of clients (Config.room).
-func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream, accept bool) (engine.Engine, error) {
+func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, tr *connTrace, stream, accept bool) (engine.Engine, error) {
 	cram := int8(c.AvaraCram)
 	if c.AvaraCram < 0 {
 		cram = -1 // avara.Config: −1 for level 0
@@ -67,6 +67,7 @@ func (c *Config) newAvara(now time.Time, peer net.Addr, log *slog.Logger, stream
 		Linger:           c.Linger,
 		Congestion:       congestion.Algorithm(c.Congestion),
 		Logger:           log,
+		Tracer:           tr.tracer(),
 	}
 	if !stream {
 		// A message conn may talk to the reference: it paces, bounds its

@@ -10,6 +10,9 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/stream"
+
+	"github.com/rudpkit/rudp/qlog"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // Default values of the Config fields.
@@ -254,6 +257,16 @@ type Config struct {
 	// nothing on the wire changes, and the peer may use the other.
 	Congestion Congestion
 
+	// Tracer, when set, is asked for a tracer for each conn as it is
+	// created (dialed, or a listener's new peer: a listener facing
+	// spoofed sources gets one per source it answers, at most Backlog
+	// waiting at once) and may return nil to trace nothing. The tracer
+	// receives the conn's events: package trace lists them, and package
+	// qlog writes them as qlog files. Without it, and with QLOGDIR set in
+	// the environment, conns write qlog files into that directory
+	// (qlog.FromEnv). With no tracer a conn does no tracing work.
+	Tracer func(trace.ConnInfo) *trace.ConnTracer
+
 	// Logger receives debug events (new peers, refused handshakes,
 	// datagrams that open nothing, drops, resets, congestion responses),
 	// each naming the peer. Default: no logging.
@@ -346,6 +359,9 @@ func (c *Config) resolved() (*Config, error) {
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.Tracer == nil {
+		r.Tracer = qlog.FromEnv()
 	}
 	return &r, nil
 }

@@ -76,7 +76,7 @@ func newConn(cfg *Config, raddr net.Addr, q *acceptQueue[*Conn]) *Conn {
 }
 
 // attach binds the conn to eng on ep. The caller then calls begin.
-func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
+func (c *Conn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
 	caps := eng.Capabilities()
 	c.maxFrame = caps.MaxMessage
 	c.maxQueued = caps.MaxQueued
@@ -93,7 +93,7 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine) {
 		Start:         c.cfg.random64(),
 		Token:         token,
 	})
-	c.a = newAssoc(ep, c.raddr, eng)
+	c.a = newAssoc(ep, c.raddr, eng, tr)
 	c.a.up = c
 	c.a.sealed = true
 	_, c.a.takesLarge = eng.(largeFramer)

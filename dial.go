@@ -56,12 +56,14 @@ func dial[T acceptable](ctx context.Context, config *Config, local net.Addr, net
 	}
 	c := mk(cfg, raddr, nil)
 	b := c.base()
-	eng, err := cfg.newEngine(time.Now(), raddr, stream, false)
+	tr := cfg.newTracer(pc.LocalAddr(), raddr, stream, true)
+	eng, err := cfg.newEngine(time.Now(), raddr, tr, stream, false)
 	if err != nil {
+		tr.closed(time.Now(), err)
 		_ = pc.Close()
 		return zero, err
 	}
-	c.attach(newEndpoint(pc, true, cfg.Logger), eng)
+	c.attach(newEndpoint(pc, true, cfg.Logger), eng, tr)
 	runClient(b)
 	if err := b.Handshake(ctx); err != nil {
 		b.a.abandon(err)
@@ -152,11 +154,13 @@ func client[T acceptable](pc net.PacketConn, raddr net.Addr, config *Config,
 		if cfgErr != nil {
 			return cfgErr
 		}
-		eng, err := cfg.newEngine(time.Now(), raddr, stream, false)
+		tr := cfg.newTracer(pc.LocalAddr(), raddr, stream, true)
+		eng, err := cfg.newEngine(time.Now(), raddr, tr, stream, false)
 		if err != nil {
+			tr.closed(time.Now(), err)
 			return err
 		}
-		c.attach(newEndpoint(pc, isConnected(pc), cfg.Logger), eng)
+		c.attach(newEndpoint(pc, isConnected(pc), cfg.Logger), eng, tr)
 		runClient(b)
 		return nil
 	}

@@ -38,9 +38,9 @@ func idleRun(t *testing.T, cfg *Config, oneWay, idle time.Duration) [2]*idleEnd 
 	now := time.Unix(1_000_000, 0)
 	ca := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}
 	sa := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 2}
-	c, err := cfg.newEngine(now, sa, true, false)
+	c, err := cfg.newEngine(now, sa, nil, true, false)
 	require.NoError(t, err)
-	s, err := cfg.newEngine(now, ca, true, true)
+	s, err := cfg.newEngine(now, ca, nil, true, true)
 	require.NoError(t, err)
 	ends := [2]*idleEnd{{eng: c}, {eng: s}}
 	buf := make([]byte, maxSend)

@@ -12,7 +12,7 @@ type acceptable interface {
 	comparable
 	net.Conn
 	base() *connBase
-	attach(ep *endpoint, eng engine.Engine)
+	attach(ep *endpoint, eng engine.Engine, tr *connTrace)
 }
 
 // listener is what Listener and MessageListener share: one endpoint whose
@@ -127,9 +127,9 @@ func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	}
 	ep := newEndpoint(pc, false, cfg.Logger)
 	q := newAcceptQueue[T](ep, cfg.Backlog)
-	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, in int) T {
+	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
 		c := mk(cfg, from, q)
-		c.attach(ep, eng)
+		c.attach(ep, eng, tr)
 		c.base().a.limit(in)
 		return c
 	})

@@ -158,12 +158,12 @@ func newMessageConn(cfg *Config, raddr net.Addr, q *acceptQueue[*MessageConn]) *
 	return c
 }
 
-func (c *MessageConn) attach(ep *endpoint, eng engine.Engine) {
+func (c *MessageConn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
 	caps := eng.Capabilities()
 	c.maxQueued = caps.MaxQueued
 	c.maxMsg = caps.MaxMessage
 	c.closer, _ = eng.(engine.PeerCloser)
-	c.a = newAssoc(ep, c.raddr, eng)
+	c.a = newAssoc(ep, c.raddr, eng, tr)
 	c.a.up = c
 	if _, ok := eng.(*avara.Session); ok && c.accepted != nil && c.cfg.room != nil {
 		c.room = c.cfg.room

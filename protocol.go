@@ -255,8 +255,8 @@ func (c *Config) streamKeepAlive(accept bool) time.Duration {
 // rudp's stream semantics, where a restarted peer ends the association
 // instead of being adopted silently; accept, that the association is a
 // listener's, created by a datagram from an unknown address. What the
-// engine logs names peer.
-func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (engine.Engine, error) {
+// engine logs names peer; tr, when not nil, receives its events.
+func (c *Config) newEngine(now time.Time, peer net.Addr, tr *connTrace, stream, accept bool) (engine.Engine, error) {
 	log := c.Logger.With("peer", peer)
 	switch c.Protocol {
 	case POROUS:
@@ -282,6 +282,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			Rand:                 c.Rand,
 			Congestion:           congestion.Algorithm(c.Congestion),
 			Logger:               log,
+			Tracer:               tr.tracer(),
 			Channels:             c.Channels,
 			Priorities:           pri,
 			Weights:              c.ChannelWeights,
@@ -346,6 +347,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 			InitialSeq:           seq,
 			Congestion:           congestion.Algorithm(c.Congestion),
 			Logger:               log,
+			Tracer:               tr.tracer(),
 			KeepAlive:            keepAlive,
 			PingWhenQuiet:        stream,
 			IdleTimeout:          c.IdleTimeout,
@@ -355,10 +357,10 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 		})
 	}
 	if c.Protocol == Wirefox {
-		return c.newWirefox(now, log, stream, accept)
+		return c.newWirefox(now, log, tr, stream, accept)
 	}
 	if c.Protocol == Avara {
-		return c.newAvara(now, peer, log, stream, accept)
+		return c.newAvara(now, peer, log, tr, stream, accept)
 	}
 	maxDatagram, keepAlive := c.MTU, c.KeepAlive
 	if stream {
@@ -369,6 +371,7 @@ func (c *Config) newEngine(now time.Time, peer net.Addr, stream, accept bool) (e
 		Rand:                 c.Rand,
 		Congestion:           congestion.Algorithm(c.Congestion),
 		Logger:               log,
+		Tracer:               tr.tracer(),
 		MaxDatagram:          maxDatagram,
 		KeepAlive:            keepAlive,
 		IdleTimeout:          c.IdleTimeout,

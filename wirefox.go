@@ -70,7 +70,7 @@ func (c *Config) validateWirefox() error {
 // datagram sent to its address (wirefox's proof; with WirefoxEncrypt the
 // sealed handshake is the proof), so that a blind source is never
 // accepted and gets at most 3 times what it sent (assoc.limit).
-func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool) (engine.Engine, error) {
+func (c *Config) newWirefox(now time.Time, log *slog.Logger, tr *connTrace, stream, accept bool) (engine.Engine, error) {
 	cfg := wirefox.Config{
 		Client:           !accept,
 		Accept:           accept,
@@ -85,6 +85,7 @@ func (c *Config) newWirefox(now time.Time, log *slog.Logger, stream, accept bool
 		Linger:           c.Linger,
 		Congestion:       congestion.Algorithm(c.Congestion),
 		Logger:           log,
+		Tracer:           tr.tracer(),
 		ReferencePeer:    !stream,
 	}
 	if c.WirefoxEncrypt {

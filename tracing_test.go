@@ -1,0 +1,202 @@
+package rudp
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rudpkit/rudp/qlog"
+	"github.com/rudpkit/rudp/trace"
+)
+
+// recorder is a tracer that keeps a conn's events.
+type recorder struct {
+	mu         sync.Mutex
+	info       trace.ConnInfo
+	times      []time.Time // of every event, in order
+	states     []string
+	sent       int
+	sentBytes  int
+	received   int
+	dropped    int
+	undecoded  []trace.Datagram // datagrams sent or received that did not decode
+	lost       []trace.LossReason
+	retransmit int
+	metrics    int
+	closed     int
+	closeErr   error
+}
+
+// snapshot returns a copy of what r recorded so far.
+func (r *recorder) snapshot() recorder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return recorder{info: r.info, times: slices.Clone(r.times), states: slices.Clone(r.states),
+		sent: r.sent, sentBytes: r.sentBytes, received: r.received, dropped: r.dropped,
+		undecoded: slices.Clone(r.undecoded), lost: slices.Clone(r.lost), retransmit: r.retransmit,
+		metrics: r.metrics, closed: r.closed, closeErr: r.closeErr}
+}
+
+func (r *recorder) at(t time.Time) {
+	r.times = append(r.times, t)
+}
+
+func (r *recorder) tracer() *trace.ConnTracer {
+	lock := func(f func()) { r.mu.Lock(); defer r.mu.Unlock(); f() }
+	return &trace.ConnTracer{
+		StateChanged: func(t time.Time, s string) { lock(func() { r.at(t); r.states = append(r.states, s) }) },
+		DatagramSent: func(t time.Time, size int, d trace.Datagram) {
+			lock(func() {
+				r.at(t)
+				r.sent++
+				r.sentBytes += size
+				if d.Err != nil || d.Type == "" {
+					r.undecoded = append(r.undecoded, d)
+				}
+			})
+		},
+		DatagramReceived: func(t time.Time, size int, d trace.Datagram) {
+			lock(func() {
+				r.at(t)
+				r.received++
+				if d.Err != nil || d.Type == "" {
+					r.undecoded = append(r.undecoded, d)
+				}
+			})
+		},
+		DatagramDropped: func(t time.Time, size int, err error) { lock(func() { r.at(t); r.dropped++ }) },
+		PacketSent: func(t time.Time, size int, retransmit bool) {
+			lock(func() {
+				r.at(t)
+				if retransmit {
+					r.retransmit++
+				}
+			})
+		},
+		PacketLost: func(t time.Time, size int, why trace.LossReason) {
+			lock(func() { r.at(t); r.lost = append(r.lost, why) })
+		},
+		MetricsUpdated: func(t time.Time, m trace.Metrics) { lock(func() { r.at(t); r.metrics++ }) },
+		Closed:         func(t time.Time, err error) { lock(func() { r.at(t); r.closed++; r.closeErr = err }) },
+	}
+}
+
+// TestTracerLossyTransfer: a stream of every protocol carries 256 KiB
+// over a path that drops 5 % of the datagrams each way, with a tracer on
+// both conns. The tracer sees every datagram the conn counts as sent,
+// each decoded by the protocol's codec, every loss the congestion
+// controller counts (Stats.BytesLost's datagrams), with a cause, the
+// states from handshake to closed, and one close; its event times are the
+// conn's clock (the bubble's virtual time), never going back.
+func TestTracerLossyTransfer(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				vp := newVPath(t, 5)
+				var mu sync.Mutex
+				recs := map[bool]*recorder{}
+				cfg := vcfg(Config{Protocol: p, Tracer: func(info trace.ConnInfo) *trace.ConnTracer {
+					mu.Lock()
+					defer mu.Unlock()
+					r := &recorder{info: info}
+					recs[info.Client] = r
+					return r.tracer()
+				}})
+				start := time.Now()
+				c, s, _ := vp.streams(t, cfg)
+				data := bytes.Repeat([]byte("0123456789abcdef"), 16384)
+				within(t, 10*time.Minute, func() {
+					go func() {
+						_, _ = c.Write(data)
+						_ = c.CloseWrite()
+					}()
+					got, err := io.ReadAll(s)
+					require.NoError(t, err)
+					require.Equal(t, data, got)
+				})
+				c.a.mu.Lock()
+				cst := statsOf(c.a)
+				lostNow := c.a.eng.Stats().Congestion.Losses
+				c.a.mu.Unlock()
+				mu.Lock()
+				cl := recs[true].snapshot()
+				mu.Unlock()
+				require.Equal(t, trace.ConnInfo{Protocol: p.String(), Client: true, Stream: true,
+					Local: vp.client.LocalAddr(), Remote: vp.server.LocalAddr()}, cl.info)
+				require.Equal(t, int(cst.PacketsSent), cl.sent, "datagrams sent")
+				require.Equal(t, int(cst.BytesSent)+cl.sent*sealLen, cl.sentBytes, "bytes sent, seals included")
+				require.Empty(t, cl.undecoded, "datagrams the codec did not decode")
+				require.Equal(t, int(lostNow), len(cl.lost), "losses the controller counts")
+				require.Positive(t, len(cl.lost), "losses at 5 %%")
+				for _, why := range cl.lost {
+					require.Contains(t, []trace.LossReason{trace.LossTime, trace.LossTimeout, trace.LossNAK}, why)
+				}
+				require.Positive(t, cl.retransmit)
+				require.Positive(t, cl.metrics)
+				require.Equal(t, []string{"handshake", "established"}, cl.states[:2])
+				for i := 1; i < len(cl.times); i++ {
+					require.False(t, cl.times[i].Before(cl.times[i-1]), "event %d goes back", i)
+				}
+				require.False(t, cl.times[0].Before(start))
+				require.False(t, cl.times[len(cl.times)-1].After(time.Now()))
+				t.Logf("%d datagrams sent, %d losses, %d retransmitted packets, %d metrics, states %v", cl.sent, len(cl.lost), cl.retransmit, cl.metrics, cl.states)
+			})
+		})
+	}
+}
+
+// TestQLOGDIR: with QLOGDIR set and no Config.Tracer, both ends of a
+// stream over real UDP sockets write a qlog file into the directory,
+// which qlog.ReadEvents reads back with the conn's datagrams and metrics
+// and its close last.
+func TestQLOGDIR(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(qlog.EnvDir, dir)
+	c, s, ln := streamPair(t, &Config{}, links[0])
+	data := bytes.Repeat([]byte("qlog"), 64<<10)
+	go func() {
+		_, _ = c.Write(data)
+		_ = c.Close()
+	}()
+	got, err := io.ReadAll(s)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	require.NoError(t, s.Close())
+	require.NoError(t, ln.Close())
+	for _, x := range []*Conn{c, s} {
+		select {
+		case <-x.Done():
+		case <-time.After(hangGuard):
+			t.Fatal("conn not done")
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.sqlog"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	roles := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		h, events, err := qlog.ReadEvents(bytes.NewReader(b))
+		require.NoError(t, err, f)
+		roles[h.Trace.VantagePoint.Type] = true
+		names := map[string]int{}
+		for _, e := range events {
+			names[e.Name]++
+		}
+		require.Positive(t, names[qlog.NamePacketSent], f)
+		require.Positive(t, names[qlog.NamePacketReceived], f)
+		require.Positive(t, names[qlog.NameMetricsUpdated], f)
+		require.Equal(t, 1, names[qlog.NameConnectionClosed], f)
+		require.Equal(t, qlog.NameConnectionClosed, events[len(events)-1].Name, f)
+	}
+	require.Equal(t, map[string]bool{"client": true, "server": true}, roles)
+}
