@@ -333,7 +333,7 @@ func TestOrderlyCloseAndUnpaced(t *testing.T) {
 		`{"file_schema":"urn:ietf:params:qlog:file:sequential","serialization_format":"application/qlog+json-seq",` +
 			`"qlog_version":"0.3","qlog_format":"JSON-SEQ","title":"rudp lludp server unknown","trace":{"common_fields":` +
 			`{"time_format":"relative","reference_time":1735787045123,"protocol_type":["RUDP-lludp"]},"vantage_point":{"type":"server"}}}`,
-		`{"time":0,"name":"recovery:metrics_updated","data":{"min_rtt":0,"smoothed_rtt":0,"latest_rtt":0,` +
+		`{"time":0,"name":"recovery:metrics_updated","data":{"min_rtt":0,"smoothed_rtt":0,` +
 			`"congestion_window":0,"bytes_in_flight":0,"rudp_rto":0,"rudp_bandwidth":0}}`,
 		`{"time":1000,"name":"rudp:connection_closed","data":{}}`,
 	}

@@ -119,10 +119,11 @@ type DroppedData struct {
 
 // MetricsData is the data of recovery:metrics_updated.
 type MetricsData struct {
-	// MinRTT, SmoothedRTT and LatestRTT are in milliseconds.
+	// MinRTT, SmoothedRTT and LatestRTT are in milliseconds; LatestRTT
+	// is left out (0) when the update took no RTT sample.
 	MinRTT      float64 `json:"min_rtt"`
 	SmoothedRTT float64 `json:"smoothed_rtt"`
-	LatestRTT   float64 `json:"latest_rtt"`
+	LatestRTT   float64 `json:"latest_rtt,omitempty"`
 	// CongestionWindow and BytesInFlight are in bytes.
 	CongestionWindow uint64 `json:"congestion_window"`
 	BytesInFlight    uint64 `json:"bytes_in_flight"`

@@ -88,6 +88,7 @@ type ConnTracer struct {
 // Metrics are a congestion controller's figures (docs in
 // rudp.CongestionStats).
 type Metrics struct {
+	// LatestRTT is the update's RTT sample, 0 when it took none.
 	LatestRTT, SmoothedRTT, RTO time.Duration
 	MinRTT                      time.Duration
 	Cwnd                        int    // bytes

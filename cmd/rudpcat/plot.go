@@ -193,7 +193,9 @@ func collect(events []qlog.Event) (*series, error) {
 			s.cwnd = append(s.cwnd, plotter.XY{X: sec, Y: cwnd})
 			s.inflight = append(s.inflight, plotter.XY{X: sec, Y: float64(m.BytesInFlight) / kib})
 			s.srtt = append(s.srtt, plotter.XY{X: sec, Y: m.SmoothedRTT})
-			s.latest = append(s.latest, plotter.XY{X: sec, Y: m.LatestRTT})
+			if m.LatestRTT > 0 { // 0: no sample in this update
+				s.latest = append(s.latest, plotter.XY{X: sec, Y: m.LatestRTT})
+			}
 		case qlog.NamePacketLost:
 			s.lost = append(s.lost, plotter.XY{X: sec, Y: cwnd})
 		}
