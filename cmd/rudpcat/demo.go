@@ -8,10 +8,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/rudpkit/rudp"
+	"github.com/rudpkit/rudp/qlog"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // demoTimeout bounds each demo transfer, so that the demo cannot hang.
@@ -80,6 +85,11 @@ func demoTransfer(ctx context.Context, o *options, p rudp.Protocol, path demoPat
 	deadline, _ := ctx.Deadline()
 	cfg := o.config()
 	cfg.Protocol = p
+	var traceFile string // the sender's qlog trace, with --plot
+	if o.plotDir != "" {
+		traceFile = filepath.Join(o.plotDir, demoName(p, path)+".sqlog")
+		cfg.Tracer = senderTracer(traceFile)
+	}
 
 	l, err := listenStream("127.0.0.1:0", cfg, o.impairment(path.loss, path.delay, o.seed+1))
 	if err != nil {
@@ -114,7 +124,34 @@ func demoTransfer(ctx context.Context, o *options, p rudp.Protocol, path demoPat
 	case got.r.sum != sent.sum:
 		row.err = errors.New("SHA-256 mismatch")
 	}
+	if traceFile != "" && row.err == nil {
+		png := strings.TrimSuffix(traceFile, ".sqlog") + ".png"
+		if err := runPlot([]string{"-o", png, traceFile}, io.Discard); err != nil {
+			row.err = fmt.Errorf("plot: %w", err)
+		}
+	}
 	return row
+}
+
+// demoName names the files of a transfer over path with p, as
+// "porous-loss0.02_20msRTT".
+func demoName(p rudp.Protocol, path demoPath) string {
+	return p.String() + "-" + strings.NewReplacer(" ", "", ",", "_").Replace(path.String())
+}
+
+// senderTracer returns a Config.Tracer that writes the dialing conn's
+// qlog trace to the file name (replacing it) and traces no other conn.
+func senderTracer(name string) func(trace.ConnInfo) *trace.ConnTracer {
+	return func(info trace.ConnInfo) *trace.ConnTracer {
+		if !info.Client {
+			return nil
+		}
+		f, err := os.Create(name)
+		if err != nil {
+			return nil
+		}
+		return qlog.NewConnTracer(f, info)
+	}
 }
 
 // demoSend dials addr and sends o.size bytes of a seeded pseudo-random

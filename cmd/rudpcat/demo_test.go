@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,4 +51,39 @@ func TestDemoRowFailsOnBadConfig(t *testing.T) {
 	var out bytes.Buffer
 	printTable(&out, rows)
 	require.Contains(t, out.String(), "no")
+}
+
+// TestDemoPlot: demo --plot DIR writes, for each transfer, the sender's
+// qlog trace and a PNG drawn from it, named after the protocol and path.
+func TestDemoPlot(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	code := c.run([]string{"demo", "--protocol", "wirefox", "--size", "1048576", "--loss", "0.05", "--quiet", "--plot", dir})
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", &out, &errOut)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"wirefox-loss0.05.png", "wirefox-loss0.05.sqlog"}, names)
+	f, err := os.Open(filepath.Join(dir, "wirefox-loss0.05.png"))
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	require.Equal(t, image.Rect(0, 0, 768, 576), img.Bounds(), "8 × 6 in at 96 dpi")
+}
+
+// TestQlogFlag: --qlog DIR gives the command's conns a tracer; without
+// it they have none.
+func TestQlogFlag(t *testing.T) {
+	o, _, err := parseCommand(lookup(t, "send"), []string{"--qlog", "/some/dir", "-", "127.0.0.1:1"})
+	require.NoError(t, err)
+	require.Equal(t, "/some/dir", o.qlogDir)
+	require.NotNil(t, o.config().Tracer)
+	o, _, err = parseCommand(lookup(t, "send"), []string{"-", "127.0.0.1:1"})
+	require.NoError(t, err)
+	require.Nil(t, o.config().Tracer)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/rudpkit/rudp"
 	"github.com/rudpkit/rudp/internal/impair"
 	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/rudpkit/rudp/qlog"
 )
 
 // options are the parsed flags of one subcommand.
@@ -34,10 +35,12 @@ type options struct {
 	identity    *ecdh.PrivateKey // Wirefox listener
 	serverKey   *ecdh.PublicKey  // Wirefox dialer
 	quiet       bool
+	qlogDir     string // write qlog traces here
 
-	output string     // recv
-	size   int64      // demo
-	paths  []demoPath // demo
+	output  string     // recv
+	size    int64      // demo
+	paths   []demoPath // demo
+	plotDir string     // demo
 }
 
 // Demo defaults.
@@ -105,6 +108,10 @@ func newFlagSet(cmd string, o *options) *flag.FlagSet {
 		})
 	}
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (there is none unless stderr is a terminal)")
+	fs.StringVar(&o.qlogDir, "qlog", "", "write a qlog trace of each conn into `DIR` (see rudpcat plot; QLOGDIR in the environment does the same)")
+	if cmd == "demo" {
+		fs.StringVar(&o.plotDir, "plot", "", "write each transfer's sender trace and its plot (PNG) into `DIR`")
+	}
 	if cmd == "recv" {
 		fs.StringVar(&o.output, "o", "", "write the data to `FILE` instead of stdout")
 	}
@@ -223,8 +230,12 @@ func protocolNames() string {
 
 // config returns the rudp configuration the flags ask for.
 func (o *options) config() *rudp.Config {
-	return &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout, HandshakeTimeout: o.handshake,
+	cfg := &rudp.Config{Protocol: o.protocol, MTU: o.mtu, IdleTimeout: o.idleTimeout, HandshakeTimeout: o.handshake,
 		AvaraPassword: o.password, WirefoxEncrypt: o.encrypt, WirefoxIdentity: o.identity, WirefoxServerKey: o.serverKey}
+	if o.qlogDir != "" {
+		cfg.Tracer = qlog.DirTracer(o.qlogDir)
+	}
+	return cfg
 }
 
 // parseKey parses an X25519 public key written as 64 hex digits.

@@ -6,6 +6,8 @@
 //	rudpcat send FILE ADDR       send FILE to rudpcat recv and check its SHA-256
 //	rudpcat recv [-o FILE] ADDR  receive one stream; send back its SHA-256
 //	rudpcat demo                 transfer data over 127.0.0.1 for every protocol and loss rate
+//	rudpcat dump FILE            decode the datagrams of a pcap or pcapng capture
+//	rudpcat plot TRACE.sqlog     draw a qlog trace (--qlog, QLOGDIR) as PNG or SVG
 //
 // Run "rudpcat -h" for the flags.
 //
@@ -72,6 +74,19 @@ var commands = []command{
 	{"demo", "", 0, "transfer data over UDP on 127.0.0.1 for every protocol and loss rate", (*cli).demo},
 }
 
+// tool is a subcommand that parses its own flags and does not move
+// data: it writes to stdout and returns an error to report.
+type tool struct {
+	name, args, summary string
+	run                 func(args []string, stdout io.Writer) error
+}
+
+// tools lists the tool subcommands in the order of the usage text.
+var tools = []tool{
+	{"dump", "[flags] FILE", "decode the datagrams of a pcap or pcapng capture, or of a UDP port, for a protocol", runDump},
+	{"plot", "[flags] TRACE.sqlog", "draw a qlog trace's throughput, cwnd and RTT over time as PNG or SVG", runPlot},
+}
+
 // main runs the command on the process's standard streams. The first
 // Ctrl-C or SIGTERM ends c.ctx; the next one has its default effect.
 func main() {
@@ -95,6 +110,20 @@ func (c *cli) run(args []string) int {
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		usage(c.stdout)
+		return exitOK
+	}
+	for _, t := range tools {
+		if t.name != args[0] {
+			continue
+		}
+		err := t.run(args[1:], c.stdout)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case err != nil:
+			fmt.Fprintf(c.stderr, "rudpcat %s: %v\n", t.name, err)
+			return exitFail
+		}
 		return exitOK
 	}
 	for _, cmd := range commands {
@@ -131,6 +160,9 @@ func usage(w io.Writer) {
 	for _, cmd := range commands {
 		fmt.Fprintf(tw, "  rudpcat %s\t%s\n", synopsis(cmd), cmd.summary)
 	}
+	for _, t := range tools {
+		fmt.Fprintf(tw, "  rudpcat %s %s\t%s\n", t.name, t.args, t.summary)
+	}
 	_ = tw.Flush()
 
 	common := newFlagSet("dial", new(options))
@@ -144,6 +176,7 @@ func usage(w io.Writer) {
 		}
 	}
 	fmt.Fprint(w, impairmentNote)
+	fmt.Fprintln(w, "\ndump and plot take flags of their own: run 'rudpcat dump -h', 'rudpcat plot -h'.")
 }
 
 // impairmentNote explains where the impairment flags apply.
