@@ -53,6 +53,7 @@ type Conn struct {
 	// largeChecked: useLarge has decided whether the engine sends large
 	// frames.
 	largeChecked bool
+	flowBlocked  bool                // last reported to the tracer (see traceFlow)
 	accepted     *acceptQueue[*Conn] // accepted conns: their listener's queue
 	aborted      bool                // an RST was queued
 	recycle      engine.Recycler     // the engine, if it reuses delivered buffers
@@ -259,6 +260,9 @@ func (c *Conn) ended(err error) {
 // pump implements upper: frames go from the stream to the engine; the
 // handshake and close procedures advance.
 func (c *Conn) pump(now time.Time) {
+	if c.a.tr != nil {
+		defer c.traceFlow(now)
+	}
 	srtt := c.a.eng.Stats().SRTT
 	c.st.Tune(now, srtt)
 	c.useLarge(srtt)

@@ -77,6 +77,16 @@ func (a *assoc) traceSent(now time.Time, p []byte, size int) {
 	}
 }
 
+// traceFlow reports the stream's becoming blocked by the peer's
+// flow-control limit.
+func (c *Conn) traceFlow(now time.Time) {
+	blocked := c.st.FlowBlocked()
+	if blocked && !c.flowBlocked && c.a.tr.t.FlowBlocked != nil {
+		c.a.tr.t.FlowBlocked(now, c.st.Unsent())
+	}
+	c.flowBlocked = blocked
+}
+
 // noState is no engine state: the first settle reports the engine's.
 const noState engine.State = 255
 

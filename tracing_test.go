@@ -31,6 +31,8 @@ type recorder struct {
 	lost       []trace.LossReason
 	retransmit int
 	metrics    int
+	keepalives []time.Time
+	blocked    []int // unsent bytes at each FlowBlocked
 	closed     int
 	closeErr   error
 }
@@ -42,7 +44,8 @@ func (r *recorder) snapshot() recorder {
 	return recorder{info: r.info, times: slices.Clone(r.times), states: slices.Clone(r.states),
 		sent: r.sent, sentBytes: r.sentBytes, received: r.received, dropped: r.dropped,
 		undecoded: slices.Clone(r.undecoded), lost: slices.Clone(r.lost), retransmit: r.retransmit,
-		metrics: r.metrics, closed: r.closed, closeErr: r.closeErr}
+		metrics: r.metrics, closed: r.closed, closeErr: r.closeErr,
+		keepalives: slices.Clone(r.keepalives), blocked: slices.Clone(r.blocked)}
 }
 
 func (r *recorder) at(t time.Time) {
@@ -86,6 +89,8 @@ func (r *recorder) tracer() *trace.ConnTracer {
 		},
 		MetricsUpdated: func(t time.Time, m trace.Metrics) { lock(func() { r.at(t); r.metrics++ }) },
 		Closed:         func(t time.Time, err error) { lock(func() { r.at(t); r.closed++; r.closeErr = err }) },
+		KeepAlive:      func(t time.Time) { lock(func() { r.at(t); r.keepalives = append(r.keepalives, t) }) },
+		FlowBlocked:    func(t time.Time, unsent int) { lock(func() { r.at(t); r.blocked = append(r.blocked, unsent) }) },
 	}
 }
 
@@ -199,4 +204,72 @@ func TestQLOGDIR(t *testing.T) {
 		require.Equal(t, qlog.NameConnectionClosed, events[len(events)-1].Name, f)
 	}
 	require.Equal(t, map[string]bool{"client": true, "server": true}, roles)
+}
+
+// tracedStreams connects a stream of protocol p over a fresh vpath with a
+// recorder on each end, inside a synctest bubble.
+func tracedStreams(t *testing.T, cfg Config) (c, s *Conn, client, server func() recorder) {
+	vp := newVPath(t, 0)
+	var mu sync.Mutex
+	recs := map[bool]*recorder{}
+	cfg.Tracer = func(info trace.ConnInfo) *trace.ConnTracer {
+		mu.Lock()
+		defer mu.Unlock()
+		r := &recorder{info: info}
+		recs[info.Client] = r
+		return r.tracer()
+	}
+	c, s, _ = vp.streams(t, vcfg(cfg))
+	snap := func(client bool) func() recorder {
+		return func() recorder {
+			mu.Lock()
+			defer mu.Unlock()
+			return recs[client].snapshot()
+		}
+	}
+	return c, s, snap(true), snap(false)
+}
+
+// TestTracerKeepAlive: an idle stream's dialer reports each keepalive it
+// sends, KeepAlive after the last datagram it heard; the listener's end,
+// hearing the dialer's probes, sends none.
+func TestTracerKeepAlive(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(p.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const keepAlive = 2 * time.Second
+				_, _, client, server := tracedStreams(t, Config{Protocol: p, KeepAlive: keepAlive, IdleTimeout: time.Minute})
+				time.Sleep(10*keepAlive + time.Second)
+				ka := client().keepalives
+				require.GreaterOrEqual(t, len(ka), 5, "keepalives in %v", 10*keepAlive)
+				for i := 1; i < len(ka); i++ {
+					require.GreaterOrEqual(t, ka[i].Sub(ka[i-1]), keepAlive, "keepalive %d", i)
+				}
+				require.Empty(t, server().keepalives)
+			})
+		})
+	}
+}
+
+// TestTracerFlowBlocked: a stream whose peer does not read reports, once,
+// that it is blocked by the peer's window, with what it holds unsent;
+// once the peer reads everything the transfer completes.
+func TestTracerFlowBlocked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s, client, _ := tracedStreams(t, Config{RecvWindow: 64 << 10, MaxRecvWindow: 64 << 10, SendBuffer: 1 << 20})
+		data := bytes.Repeat([]byte("blocked!"), 64<<10) // 512 KiB
+		go func() {
+			_, _ = c.Write(data)
+			_ = c.CloseWrite()
+		}()
+		time.Sleep(time.Second)
+		blocked := client().blocked
+		require.Len(t, blocked, 1)
+		require.Positive(t, blocked[0])
+		within(t, time.Minute, func() {
+			got, err := io.ReadAll(s)
+			require.NoError(t, err)
+			require.Equal(t, data, got)
+		})
+	})
 }

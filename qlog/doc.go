@@ -47,8 +47,10 @@
 // Events qlog has no name for are in the "rudp" category:
 // rudp:packet_sent_cc {raw: {length}, retransmit} for a packet the
 // congestion controller counts in flight, rudp:spurious_retransmit {},
-// rudp:challenge {kind, result} and rudp:connection_closed {error}, the
-// error left out for an orderly close.
+// rudp:keepalive {}, rudp:flow_blocked {unsent} (a stream waiting for
+// the peer's flow-control window), rudp:challenge {kind, result} and
+// rudp:connection_closed {error}, the error left out for an orderly
+// close.
 //
 // # Opening a trace
 //
@@ -66,6 +68,8 @@
 // its tracer factory:
 //
 //	cfg.Tracer = qlog.FromEnv() // nil, no tracing, when QLOGDIR is unset
+//
+// rudp.Config does this itself when its Tracer is nil.
 //
 // DirTracer writes one file per conn in a given directory.
 //

@@ -350,6 +350,32 @@ func TestOrderlyCloseAndUnpaced(t *testing.T) {
 	}
 }
 
+// TestKeepAliveAndFlowBlocked: the keepalive and flow-control events are
+// written exactly, and pass the schema.
+func TestKeepAliveAndFlowBlocked(t *testing.T) {
+	var buf buffer
+	ct := NewConnTracer(&buf, trace.ConnInfo{Protocol: "porous", Client: true, Stream: true})
+	ct.KeepAlive(at(0))
+	ct.FlowBlocked(at(1500*time.Microsecond), 65536)
+	ct.Closed(at(2*time.Millisecond), nil)
+	recs := records(t, buf.Bytes())
+	want := []string{
+		`{"time":0,"name":"rudp:keepalive","data":{}}`,
+		`{"time":1.5,"name":"rudp:flow_blocked","data":{"unsent":65536}}`,
+		`{"time":2,"name":"rudp:connection_closed","data":{}}`,
+	}
+	if len(recs) != 1+len(want) {
+		t.Fatalf("%d records, want %d", len(recs), 1+len(want))
+	}
+	_, event := schemas(t)
+	for i, w := range want {
+		if string(recs[1+i]) != w+"\n" {
+			t.Errorf("record %d\n got %s\nwant %s", 1+i, recs[1+i], w)
+		}
+		validate(t, event, recs[1+i])
+	}
+}
+
 // failWriter accepts ok writes, then fails every one.
 type failWriter struct {
 	ok, writes, closes int

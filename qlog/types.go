@@ -69,6 +69,8 @@ const (
 	NamePacketSentCC       = "rudp:packet_sent_cc"
 	NameSpuriousRetransmit = "rudp:spurious_retransmit"
 	NameChallenge          = "rudp:challenge"
+	NameKeepAlive          = "rudp:keepalive"
+	NameFlowBlocked        = "rudp:flow_blocked"
 	NameConnectionClosed   = "rudp:connection_closed"
 )
 
@@ -152,6 +154,12 @@ type SentCCData struct {
 type ChallengeData struct {
 	Kind   string `json:"kind"`
 	Result string `json:"result"`
+}
+
+// FlowBlockedData is the data of rudp:flow_blocked.
+type FlowBlockedData struct {
+	// Unsent is the bytes the stream holds and may not send yet.
+	Unsent int `json:"unsent"`
 }
 
 // ClosedData is the data of rudp:connection_closed.

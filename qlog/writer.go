@@ -86,6 +86,12 @@ func NewConnTracer(w io.WriteCloser, info trace.ConnInfo) *trace.ConnTracer {
 		CongestionStateChanged: func(at time.Time, state string) {
 			t.event(at, NameCongestionState, StateData{New: state})
 		},
+		KeepAlive: func(at time.Time) {
+			t.event(at, NameKeepAlive, struct{}{})
+		},
+		FlowBlocked: func(at time.Time, unsent int) {
+			t.event(at, NameFlowBlocked, FlowBlockedData{Unsent: unsent})
+		},
 		Challenge: func(at time.Time, kind, result string) {
 			t.event(at, NameChallenge, ChallengeData{Kind: kind, Result: result})
 		},

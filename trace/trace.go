@@ -1,8 +1,8 @@
 // Package trace defines the events a rudp conn reports while it runs, for
 // debugging and analysis: state changes, every datagram sent, received or
 // dropped with its decoded frames, losses and their cause, retransmits,
-// RTT samples, congestion state and window changes, challenges and the
-// close.
+// RTT samples, congestion state and window changes, keepalives,
+// flow-control blocking, challenges and the close.
 //
 // A program turns tracing on with rudp.Config.Tracer, which returns a
 // *ConnTracer for each conn; package qlog provides one that writes qlog
@@ -73,6 +73,15 @@ type ConnTracer struct {
 	// state: BBR's "startup", "drain", "probe_bw", "probe_rtt", AIMD's
 	// "slow_start", "avoidance".
 	CongestionStateChanged func(t time.Time, state string)
+
+	// KeepAlive reports a keepalive probe the engine queued after
+	// Config.KeepAlive without hearing from the peer.
+	KeepAlive func(t time.Time)
+	// FlowBlocked reports that a stream has unsent bytes and has reached
+	// the peer's flow-control limit: it sends no more data until the
+	// peer's reader makes room. It is reported once each time the stream
+	// becomes blocked.
+	FlowBlocked func(t time.Time, unsent int)
 
 	// Challenge reports a challenge of an announcement from the peer's
 	// address (a restart or a close that may be spoofed): started, and

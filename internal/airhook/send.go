@@ -48,6 +48,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	switch {
 	case probe:
 		s.lastProbe = now
+		engine.TraceKeepAlive(s.cfg.Tracer, now)
 	case repeat && why == dueTimer:
 		s.rtt.Backoff()
 	}

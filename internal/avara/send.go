@@ -56,6 +56,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if at, ok := s.pokeAt(); ok && !now.Before(at) {
 		s.ctl = append(s.ctl, &outMsg{transport: true, params: engine.Params{Command: CommandPing}})
 		s.lastPoke = now
+		engine.TraceKeepAlive(s.cfg.Tracer, now)
 	}
 	n := s.transmit(now, buf)
 	if n > 0 {

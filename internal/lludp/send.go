@@ -91,6 +91,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 		s.cc.AppLimited()
 	}
 	if at, ok := s.pingDue(); ok && !now.Before(at) {
+		engine.TraceKeepAlive(s.cfg.Tracer, now)
 		return s.sendPing(now, buf)
 	}
 	if at, ok := s.ackDue(); ok && !now.Before(at) {

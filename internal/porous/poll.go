@@ -192,6 +192,9 @@ func (s *Session) fire(k timer) {
 		s.detectLosses()
 		s.updateCC(0)
 	case tPing:
+		if s.pinged && !s.chal.Running() { // not the first Ping, nor a challenge's
+			engine.TraceKeepAlive(s.cfg.Tracer, s.now)
+		}
 		s.sendPing()
 	case tDisconnect:
 		s.pushCtl(FrameDisconnect, 0)

@@ -292,6 +292,12 @@ func (s *Stream) RecvDone() bool {
 // HasFrame reports whether NextFrame would produce a frame now.
 func (s *Stream) HasFrame() bool { return s.next() != kindNone }
 
+// FlowBlocked reports whether the stream holds unsent bytes it may not
+// send: the peer's flow-control limit is reached (see Config.RecvWindow).
+func (s *Stream) FlowBlocked() bool {
+	return s.opened && s.err == nil && s.tx.n > 0 && s.sendOff >= s.peerLimit
+}
+
 // next is the kind of frame due, in order of priority.
 func (s *Stream) next() kind {
 	switch {

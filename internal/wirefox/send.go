@@ -230,6 +230,7 @@ func (s *Session) timers(now time.Time) {
 	if at, ok := s.keepAliveAt(); ok && !now.Before(at) {
 		s.kaDue = true
 		s.lastKA = now
+		engine.TraceKeepAlive(s.cfg.Tracer, now)
 	}
 }
 
