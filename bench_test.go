@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/streambench"
+	"github.com/rudpkit/rudp/qlog"
+	"github.com/rudpkit/rudp/trace"
 )
 
 // BenchmarkStream measures one-way stream throughput over loopback, rudp
@@ -39,6 +41,21 @@ func BenchmarkStream(b *testing.B) {
 		benchStream(b, c.(*net.TCPConn), s)
 	})
 }
+
+// BenchmarkStreamQlog is BenchmarkStream's POROUS case with a qlog
+// tracer on both ends writing to io.Discard: the cost of tracing every
+// datagram, loss and metrics update.
+func BenchmarkStreamQlog(b *testing.B) {
+	cfg := &Config{Tracer: func(info trace.ConnInfo) *trace.ConnTracer {
+		return qlog.NewConnTracer(nopCloser{io.Discard}, info)
+	}}
+	c, s, _ := streamPair(b, cfg, links[0])
+	benchStream(b, c, s)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // benchStream measures c's writes until s has read them all.
 func benchStream(b *testing.B, c interface {
