@@ -90,8 +90,13 @@ func (a *assoc) limit(in int) {
 	a.limited, a.received = true, uint64(in)
 }
 
-// validated lifts the amplification limit. Call with mu held.
-func (a *assoc) validated() { a.limited = false }
+// validated lifts the amplification limit at now. Call with mu held.
+func (a *assoc) validated(now time.Time) {
+	if a.limited && a.tr != nil && a.tr.t.PeerValidated != nil {
+		a.tr.t.PeerValidated(now)
+	}
+	a.limited = false
+}
 
 // sendBufs is a batch of datagram buffers, each with room for the largest
 // datagram of any protocol, and the messages that send them. An
@@ -184,7 +189,7 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 		a.received += uint64(n)
 		if a.awaitProof && a.eng.(engine.Prover).PeerProven() {
 			a.awaitProof = false
-			a.validated()
+			a.validated(now)
 		}
 	}
 	if errors.Is(err, engine.ErrPeerRestarted) {

@@ -197,7 +197,7 @@ func (b *connBase) wait(stop func() <-chan struct{}, stopErr func() error, op st
 
 // markOpened records the completed handshake, with the peer validated.
 // Call with a.mu held.
-func (b *connBase) markOpened() {
+func (b *connBase) markOpened(now time.Time) {
 	b.opened = true
 	b.openedF.Store(true)
 	b.timers[0].Stop()
@@ -206,7 +206,7 @@ func (b *connBase) markOpened() {
 		b.a.awaitProof = true // validated once it holds (see inputLocked)
 		return
 	}
-	b.a.validated()
+	b.a.validated(now)
 }
 
 // evict ends a listener's association still in its handshake to make

@@ -297,7 +297,7 @@ func (c *Conn) pump(now time.Time) {
 		// An accepted conn is queued for Accept once the dialer has echoed
 		// its token: a spoofer sending blind never gets one accepted.
 		if !c.opened && c.st.Validated() {
-			c.markOpened()
+			c.markOpened(now)
 			if c.accepted != nil && !c.accepted.ready(c) {
 				c.abortLocked(resetRefused)
 				continue

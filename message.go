@@ -401,7 +401,7 @@ func (c *MessageConn) pump(now time.Time) {
 			return
 		}
 	}
-	c.markOpened()
+	c.markOpened(now)
 	if c.accepted != nil && !c.accepted.ready(c) {
 		c.beginClose(now)
 	}

@@ -32,6 +32,7 @@ type recorder struct {
 	retransmit int
 	metrics    int
 	keepalives []time.Time
+	validated  int
 	blocked    []int // unsent bytes at each FlowBlocked
 	closed     int
 	closeErr   error
@@ -45,7 +46,7 @@ func (r *recorder) snapshot() recorder {
 		sent: r.sent, sentBytes: r.sentBytes, received: r.received, dropped: r.dropped,
 		undecoded: slices.Clone(r.undecoded), lost: slices.Clone(r.lost), retransmit: r.retransmit,
 		metrics: r.metrics, closed: r.closed, closeErr: r.closeErr,
-		keepalives: slices.Clone(r.keepalives), blocked: slices.Clone(r.blocked)}
+		keepalives: slices.Clone(r.keepalives), blocked: slices.Clone(r.blocked), validated: r.validated}
 }
 
 func (r *recorder) at(t time.Time) {
@@ -89,6 +90,7 @@ func (r *recorder) tracer() *trace.ConnTracer {
 		},
 		MetricsUpdated: func(t time.Time, m trace.Metrics) { lock(func() { r.at(t); r.metrics++ }) },
 		Closed:         func(t time.Time, err error) { lock(func() { r.at(t); r.closed++; r.closeErr = err }) },
+		PeerValidated:  func(t time.Time) { lock(func() { r.at(t); r.validated++ }) },
 		KeepAlive:      func(t time.Time) { lock(func() { r.at(t); r.keepalives = append(r.keepalives, t) }) },
 		FlowBlocked:    func(t time.Time, unsent int) { lock(func() { r.at(t); r.blocked = append(r.blocked, unsent) }) },
 	}
@@ -232,7 +234,8 @@ func tracedStreams(t *testing.T, cfg Config) (c, s *Conn, client, server func() 
 
 // TestTracerKeepAlive: an idle stream's dialer reports each keepalive it
 // sends, KeepAlive after the last datagram it heard; the listener's end,
-// hearing the dialer's probes, sends none.
+// hearing the dialer's probes, sends none. The listener's end reports
+// its peer validated once; the dialer's has nothing to validate.
 func TestTracerKeepAlive(t *testing.T) {
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
@@ -246,6 +249,8 @@ func TestTracerKeepAlive(t *testing.T) {
 					require.GreaterOrEqual(t, ka[i].Sub(ka[i-1]), keepAlive, "keepalive %d", i)
 				}
 				require.Empty(t, server().keepalives)
+				require.Equal(t, 1, server().validated, "the listener's peer is validated once")
+				require.Zero(t, client().validated, "a dialer's peer needs no validation")
 			})
 		})
 	}

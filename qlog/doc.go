@@ -47,7 +47,8 @@
 // Events qlog has no name for are in the "rudp" category:
 // rudp:packet_sent_cc {raw: {length}, retransmit} for a packet the
 // congestion controller counts in flight, rudp:spurious_retransmit {},
-// rudp:keepalive {}, rudp:flow_blocked {unsent} (a stream waiting for
+// rudp:keepalive {}, rudp:peer_validated {} (a listener's peer proved
+// its address), rudp:flow_blocked {unsent} (a stream waiting for
 // the peer's flow-control window), rudp:challenge {kind, result} and
 // rudp:connection_closed {error}, the error left out for an orderly
 // close.

@@ -350,18 +350,20 @@ func TestOrderlyCloseAndUnpaced(t *testing.T) {
 	}
 }
 
-// TestKeepAliveAndFlowBlocked: the keepalive and flow-control events are
-// written exactly, and pass the schema.
-func TestKeepAliveAndFlowBlocked(t *testing.T) {
+// TestKeepAliveFlowBlockedValidated: the keepalive, flow-control and
+// validation events are written exactly, and pass the schema.
+func TestKeepAliveFlowBlockedValidated(t *testing.T) {
 	var buf buffer
 	ct := NewConnTracer(&buf, trace.ConnInfo{Protocol: "porous", Client: true, Stream: true})
 	ct.KeepAlive(at(0))
 	ct.FlowBlocked(at(1500*time.Microsecond), 65536)
+	ct.PeerValidated(at(1750 * time.Microsecond))
 	ct.Closed(at(2*time.Millisecond), nil)
 	recs := records(t, buf.Bytes())
 	want := []string{
 		`{"time":0,"name":"rudp:keepalive","data":{}}`,
 		`{"time":1.5,"name":"rudp:flow_blocked","data":{"unsent":65536}}`,
+		`{"time":1.75,"name":"rudp:peer_validated","data":{}}`,
 		`{"time":2,"name":"rudp:connection_closed","data":{}}`,
 	}
 	if len(recs) != 1+len(want) {

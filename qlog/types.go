@@ -70,6 +70,7 @@ const (
 	NameSpuriousRetransmit = "rudp:spurious_retransmit"
 	NameChallenge          = "rudp:challenge"
 	NameKeepAlive          = "rudp:keepalive"
+	NamePeerValidated      = "rudp:peer_validated"
 	NameFlowBlocked        = "rudp:flow_blocked"
 	NameConnectionClosed   = "rudp:connection_closed"
 )

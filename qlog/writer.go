@@ -86,6 +86,9 @@ func NewConnTracer(w io.WriteCloser, info trace.ConnInfo) *trace.ConnTracer {
 		CongestionStateChanged: func(at time.Time, state string) {
 			t.event(at, NameCongestionState, StateData{New: state})
 		},
+		PeerValidated: func(at time.Time) {
+			t.event(at, NamePeerValidated, struct{}{})
+		},
 		KeepAlive: func(at time.Time) {
 			t.event(at, NameKeepAlive, struct{}{})
 		},

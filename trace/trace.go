@@ -83,6 +83,11 @@ type ConnTracer struct {
 	// becomes blocked.
 	FlowBlocked func(t time.Time, unsent int)
 
+	// PeerValidated reports that a listener's new peer showed it
+	// receives what this end sends (its handshake proof): from then on
+	// the conn may send it more than 3 times what it received.
+	PeerValidated func(t time.Time)
+
 	// Challenge reports a challenge of an announcement from the peer's
 	// address (a restart or a close that may be spoofed): started, and
 	// then answered by the live peer ("spoofed": the announcement is
