@@ -129,13 +129,15 @@ func TestTracerLossyTransfer(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, data, got)
 				})
+				// The client's events come under its lock: holding it, the
+				// counters and the record agree.
 				c.a.mu.Lock()
 				cst := statsOf(c.a)
 				lostNow := c.a.eng.Stats().Congestion.Losses
-				c.a.mu.Unlock()
 				mu.Lock()
 				cl := recs[true].snapshot()
 				mu.Unlock()
+				c.a.mu.Unlock()
 				require.Equal(t, trace.ConnInfo{Protocol: p.String(), Client: true, Stream: true,
 					Local: vp.client.LocalAddr(), Remote: vp.server.LocalAddr()}, cl.info)
 				require.Equal(t, int(cst.PacketsSent), cl.sent, "datagrams sent")
@@ -146,7 +148,16 @@ func TestTracerLossyTransfer(t *testing.T) {
 				for _, why := range cl.lost {
 					require.Contains(t, []trace.LossReason{trace.LossTime, trace.LossTimeout, trace.LossNAK}, why)
 				}
+				// Every datagram carrying resent data is reported: one per
+				// resent message where a datagram carries one (POROUS
+				// frames, LLUDP messages), else no more than the messages
+				// resent.
 				require.Positive(t, cl.retransmit)
+				if p == POROUS || p == LLUDP {
+					require.Equal(t, int(cst.Retransmits), cl.retransmit, "retransmits")
+				} else {
+					require.LessOrEqual(t, cl.retransmit, int(cst.Retransmits), "retransmits")
+				}
 				require.Positive(t, cl.metrics)
 				require.Equal(t, []string{"handshake", "established"}, cl.states[:2])
 				for i := 1; i < len(cl.times); i++ {
