@@ -620,6 +620,9 @@ func TestHostileMutation(t *testing.T) {
 // is checked at 10,000 streams, in a process of their own, by
 // bench/cmd/hostile.
 func TestHostileIdleCost(t *testing.T) {
+	if raceEnabled {
+		t.Skip("heap figures are measured without the race detector: go test -run 'Allocs|IdleCost' .")
+	}
 	const streams = 1000
 	for _, p := range streamProtocols {
 		t.Run(p.String(), func(t *testing.T) {
