@@ -418,18 +418,34 @@ func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
 func (a *assoc) refused(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.refusedLocked(now)
+	if !a.refusedLocked(now) {
+		a.settleLocked(now) // a ping may now be due
+	}
 }
 
 // refusedLocked records a refusal at now and ends the association with
 // syscall.ECONNREFUSED if it is still in its handshake, or if the
 // refusals have persisted (see refusals). It reports whether the
-// association is over.
+// association is over. Otherwise an engine whose keepalives are seconds
+// apart (engine.Pinger) is asked for a ping at once after the first
+// report and when the span runs out after the others, so that the
+// reports, or a live peer's answer, come within refusalSpanMax.
 func (a *assoc) refusedLocked(now time.Time) bool {
-	if !a.over && (a.eng.State() == engine.StateHandshake || a.refusals.add(now, a.eng.Stats().RTO)) {
-		a.endLocked(syscall.ECONNREFUSED)
+	if a.over {
+		return true
 	}
-	return a.over
+	if a.eng.State() == engine.StateHandshake || a.refusals.add(now, a.eng.Stats().RTO) {
+		a.endLocked(syscall.ECONNREFUSED)
+		return true
+	}
+	if p, ok := a.eng.(engine.Pinger); ok {
+		at := now
+		if a.refusals.n > 1 {
+			at = a.refusals.until
+		}
+		p.PingAt(at)
+	}
+	return false
 }
 
 // refusalsToFail is how many port unreachable reports, with nothing heard

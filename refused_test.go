@@ -143,6 +143,7 @@ func testVanished(t *testing.T, p Protocol, stream, listenerSees bool) {
 		}, 20*time.Second, time.Millisecond)
 	}
 	require.NoError(t, gone.Close()) // the peer vanishes
+	start := time.Now()
 	require.NoError(t, writer.SetDeadline(time.Now().Add(40*time.Second)))
 	for {
 		if err = send(writer, p, m.Data); err != nil {
@@ -150,6 +151,7 @@ func testVanished(t *testing.T, p Protocol, stream, listenerSees bool) {
 		}
 	}
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	t.Logf("refused %v after the peer vanished", time.Since(start))
 	_, err = writer.Read(make([]byte, 2048))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 }

@@ -50,12 +50,13 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if len(buf) < s.cfg.MaxDatagram {
 		return 0
 	}
+	s.probeByResend(now)
 	s.detectLosses(now)
 	s.updateCC(now, 0)
 	s.expireChallenge(now)
 	if at, ok := s.pokeAt(); ok && !now.Before(at) {
 		s.ctl = append(s.ctl, &outMsg{transport: true, params: engine.Params{Command: CommandPing}})
-		s.lastPoke = now
+		s.lastPoke, s.extraPoke = now, time.Time{}
 		engine.TraceKeepAlive(s.cfg.Tracer, now)
 	}
 	n := s.transmit(now, buf)
@@ -79,7 +80,36 @@ func (s *Session) pokeAt() (time.Time, bool) {
 	if s.state != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastPoke)
+	at, ok := engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastPoke)
+	if !s.extraPoke.IsZero() && (!ok || s.extraPoke.Before(at)) {
+		return s.extraPoke, true
+	}
+	return at, ok
+}
+
+// PingAt asks for a probe the peer answers at t besides the keepalive
+// Pings (see engine.Pinger): the oldest message then unacknowledged,
+// resent (a Ping would wait behind the messages in flight), or a Ping
+// when none is. It has no effect before the session is established.
+func (s *Session) PingAt(t time.Time) { s.extraPoke = t }
+
+// probeByResend makes the oldest unacknowledged message due at now, when
+// PingAt's probe is due: its resend is the probe. It reports whether
+// there was one.
+func (s *Session) probeByResend(now time.Time) bool {
+	if s.extraPoke.IsZero() || now.Before(s.extraPoke) || s.state != engine.StateEstablished {
+		return false
+	}
+	for _, m := range s.flight {
+		if !m.acked {
+			if now.Before(m.nextSend) {
+				m.nextSend = now
+			}
+			s.extraPoke = time.Time{}
+			return true
+		}
+	}
+	return false
 }
 
 // detectLosses tells the controller that the datagrams whose messages'

@@ -94,6 +94,7 @@ type Session struct {
 
 	now, created, lastRecv time.Time
 	lastPoke               time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
+	extraPoke              time.Time // a Ping asked for by PingAt; zero if none
 
 	// Identities (docs/protocols/avara.md §3.1).
 	id       int8    // our player id: 0 on a server, from the TOC on a client (−1 before)

@@ -308,6 +308,17 @@ type Prover interface {
 	PeerProven() bool
 }
 
+// Pinger is implemented by engines whose keepalives follow a slow
+// reference cadence (seconds): PingAt asks for a keepalive probe, one the
+// peer answers, at t (at once if t has passed), besides the regular
+// ones. The root asks for one when the socket reports the peer's port
+// unreachable, so that the report repeats, or a live peer's answer
+// clears it, within a round trip rather than a keepalive interval. A
+// later call replaces an earlier one not yet sent.
+type Pinger interface {
+	PingAt(t time.Time)
+}
+
 // Trimmer is implemented by engines that can free memory they keep for
 // traffic (rings grown by a transfer, recycled buffers) when the
 // association is idle; they allocate it again when traffic resumes. Call

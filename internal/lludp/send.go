@@ -269,6 +269,7 @@ func (s *Session) sendPing(now time.Time, buf []byte) int {
 	s.chal.Reprobe(uint32(s.pingID)) // during a challenge, each ping is a probe
 	s.pingsOut = min(s.pingsOut+1, 0xFF)
 	s.pingAt = now
+	s.extraPing = time.Time{}
 	var body [5]byte
 	body[0] = s.pingID
 	binary.LittleEndian.PutUint32(body[1:], oldest)

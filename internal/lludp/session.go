@@ -74,6 +74,7 @@ type Session struct {
 	nextPingID uint8
 	pingsOut   int // StartPingChecks sent and not answered, up to 255
 	pingAt     time.Time
+	extraPing  time.Time // a ping asked for by PingAt; zero if none
 	avgPing    time.Duration
 	pinged     bool        // avgPing holds a sample
 	rtt        *engine.RTT // Config.AckRTT: the RFC 6298 estimator

@@ -68,6 +68,19 @@ func (s *Session) dataAt() (time.Time, bool) {
 // no sooner than KeepAlive after the last datagram accepted, unless a
 // challenge asks for one.
 func (s *Session) pingDue() (time.Time, bool) {
+	at, ok := s.regularPingDue()
+	if s.open && !s.extraPing.IsZero() && (!ok || s.extraPing.Before(at)) {
+		return s.extraPing, true
+	}
+	return at, ok
+}
+
+// PingAt asks for a StartPingCheck at t besides the regular ones (see
+// engine.Pinger). It has no effect before the circuit is open.
+func (s *Session) PingAt(t time.Time) { s.extraPing = t }
+
+// regularPingDue is pingDue without PingAt's ping.
+func (s *Session) regularPingDue() (time.Time, bool) {
 	switch {
 	case !s.open:
 		return time.Time{}, false
