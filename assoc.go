@@ -2,6 +2,7 @@ package rudp
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"syscall"
@@ -61,6 +62,9 @@ type assoc struct {
 
 	sealed   bool   // datagrams carry a seal (streams; see seal)
 	badSeals uint64 // datagrams dropped because their seal did not match
+	// plainPeer, on a dialed stream, is its protocol: an unsealed datagram
+	// of it during the handshake is a message listener's answer.
+	plainPeer Protocol
 
 	// Large frames (see largeFrame): the engine takes datagrams above
 	// maxDatagram, and it may send them.
@@ -175,11 +179,13 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	n := len(p)
 	if a.sealed {
-		var ok bool
-		if p, ok = unseal(p); !ok {
+		q, ok := unseal(p)
+		if !ok {
 			a.badSeals++
+			a.plainAnswer(p)
 			return false, false
 		}
+		p = q
 	}
 	err := a.eng.HandleDatagram(now, p)
 	if a.tr != nil {
@@ -198,6 +204,20 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	a.deliverLocked(now) // keeps recvOpen() exact within a batch
 	return true, false
+}
+
+// plainAnswer ends a dialed stream's handshake with ErrIncompatible when
+// p, a datagram without a seal, is one of the stream's protocol: the
+// peer is a message listener of that protocol (ListenMessages), which
+// answers the opening it finds in our first datagram; the dial fails at
+// once instead of at HandshakeTimeout. As with an ICMP refusal, a blind
+// source that hits the dialer's port during its handshake could do the
+// same; an established stream ignores such datagrams.
+func (a *assoc) plainAnswer(p []byte) {
+	if a.plainPeer == 0 || a.eng.State() != engine.StateHandshake || describers[a.plainPeer](p).Err != nil {
+		return
+	}
+	a.endLocked(fmt.Errorf("%w: the peer answered with a %v datagram without the seal of rudp streams: it accepts %v message conns (ListenMessages), not streams", ErrIncompatible, a.plainPeer, a.plainPeer))
 }
 
 // setRecvOpen opens or closes the engine to new data. Each time the

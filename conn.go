@@ -97,6 +97,9 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
 	c.a = newAssoc(ep, c.raddr, eng, tr)
 	c.a.up = c
 	c.a.sealed = true
+	if c.accepted == nil {
+		c.a.plainPeer = c.cfg.Protocol
+	}
 	_, c.a.takesLarge = eng.(largeFramer)
 	c.recycle, _ = eng.(engine.Recycler)
 	c.build, _ = eng.(engine.Builder)
