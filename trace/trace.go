@@ -168,3 +168,13 @@ type Field struct {
 	Name  string
 	Value any
 }
+
+// PrefixLen is how many bytes of a message's payload a decoded frame
+// carries, in its "data_prefix" field.
+const PrefixLen = 16
+
+// DataPrefix returns the "data_prefix" field of a payload: a copy of its
+// first PrefixLen bytes at most.
+func DataPrefix(b []byte) Field {
+	return Field{Name: "data_prefix", Value: append([]byte(nil), b[:min(len(b), PrefixLen)]...)}
+}

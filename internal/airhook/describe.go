@@ -6,10 +6,6 @@ import (
 	"github.com/rudpkit/rudp/trace"
 )
 
-// describePrefix is the most payload bytes a described message carries
-// in its "data_prefix" field.
-const describePrefix = 16
-
 // Describe decodes datagram b with Decode for tracing and capture dumps
 // (docs/protocols/airhook.md §1). The datagram's Type is "data" when it
 // carries messages and "ack" when it carries none (a pure confirmation or
@@ -73,7 +69,7 @@ func Describe(b []byte) trace.Datagram {
 		d.Frames[i] = trace.Frame{Type: "message", Fields: []trace.Field{
 			{Name: "id", Value: uint8(int(p.Next) + i)},
 			{Name: "length", Value: len(m)},
-			{Name: "data_prefix", Value: prefix(m)},
+			trace.DataPrefix(m),
 		}}
 	}
 	return d
@@ -93,9 +89,4 @@ func flagNames(f uint8) string {
 		}
 	}
 	return strings.Join(names, "|")
-}
-
-// prefix returns a copy of the first describePrefix bytes of b at most.
-func prefix(b []byte) []byte {
-	return append([]byte(nil), b[:min(len(b), describePrefix)]...)
 }

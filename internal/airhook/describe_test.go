@@ -29,7 +29,7 @@ func TestDescribeVectors(t *testing.T) {
 		require.Len(t, d.Frames, len(p.Messages), h)
 		for i, m := range p.Messages {
 			require.Equal(t, len(m), d.Frames[i].Fields[1].Value, h)
-			require.Equal(t, prefix(m), d.Frames[i].Fields[2].Value, h)
+			require.Equal(t, trace.DataPrefix(m), d.Frames[i].Fields[2], h)
 		}
 	}
 }

@@ -6,10 +6,6 @@ import (
 	"github.com/rudpkit/rudp/trace"
 )
 
-// describePrefix is the most data bytes a described message carries in
-// its "data_prefix" field.
-const describePrefix = 16
-
 // Describe decodes datagram b with ParseDatagram, checked against
 // DefaultVersion, for tracing and capture dumps (docs/protocols/avara.md
 // §1).
@@ -100,7 +96,7 @@ func describeInto(d *trace.Datagram, b []byte, dg *Datagram, partial bool) {
 			trace.Field{Name: "p2", Value: m.P2},
 			trace.Field{Name: "p3", Value: m.P3},
 			trace.Field{Name: "length", Value: len(m.Data)},
-			trace.Field{Name: "data_prefix", Value: append([]byte(nil), m.Data[:min(len(m.Data), describePrefix)]...)},
+			trace.DataPrefix(m.Data),
 		)
 		d.Frames[i] = trace.Frame{Type: "message", Fields: fs}
 	}

@@ -7,10 +7,6 @@ import (
 	"github.com/rudpkit/rudp/trace"
 )
 
-// describePrefix is the most body bytes a described message carries in
-// its "data_prefix" field.
-const describePrefix = 16
-
 // Describe decodes datagram b with ParsePacket for tracing and capture
 // dumps (docs/protocols/lludp.md §1).
 //
@@ -64,7 +60,7 @@ func Describe(b []byte) trace.Datagram {
 		{Name: "number", Value: p.Message},
 		{Name: "frequency", Value: frequencyName(p.Message)},
 		{Name: "length", Value: len(p.Body)},
-		{Name: "data_prefix", Value: append([]byte(nil), p.Body[:min(len(p.Body), describePrefix)]...)},
+		trace.DataPrefix(p.Body),
 	}}
 	body := p.Body
 	switch p.Message {

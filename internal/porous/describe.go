@@ -6,10 +6,6 @@ import (
 	"github.com/rudpkit/rudp/trace"
 )
 
-// describePrefix is the most fragment bytes a described message carries
-// in its "data_prefix" field.
-const describePrefix = 16
-
 // Describe decodes datagram b, one POROUS frame, with the package's
 // decoder for tracing and capture dumps (docs/protocols/porous.md §1). It
 // takes Data frames of up to LargeFrameSize bytes, as a session with
@@ -95,7 +91,7 @@ func describeMessages(ms []Message) []trace.Frame {
 				trace.Field{Name: "fragment_id", Value: m.FragmentID},
 				trace.Field{Name: "last_fragment_id", Value: m.LastFragmentID},
 				trace.Field{Name: "length", Value: len(m.Data)},
-				trace.Field{Name: "data_prefix", Value: append([]byte(nil), m.Data[:min(len(m.Data), describePrefix)]...)},
+				trace.DataPrefix(m.Data),
 			)
 		case MsgSentinel:
 			fr.Fields = append(fr.Fields, trace.Field{Name: "dependent_lead", Value: m.DependentLead})

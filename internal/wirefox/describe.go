@@ -6,10 +6,6 @@ import (
 	"github.com/rudpkit/rudp/trace"
 )
 
-// describePrefix is the most packet body bytes a described packet
-// carries in its "data_prefix" field.
-const describePrefix = 16
-
 // minSealed is the shortest encrypted datagram Describe reports as
 // sealed: the encryption overhead and the shortest plaintext datagram (a
 // 7-byte DAT header).
@@ -161,7 +157,7 @@ func describePacket(p *Packet) trace.Frame {
 	}
 	fr.Fields = append(fr.Fields,
 		trace.Field{Name: "length", Value: len(p.Body)},
-		trace.Field{Name: "data_prefix", Value: append([]byte(nil), p.Body[:min(len(p.Body), describePrefix)]...)},
+		trace.DataPrefix(p.Body),
 	)
 	return fr
 }
