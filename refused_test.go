@@ -176,32 +176,3 @@ func TestClientConnectedSocketRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, ClientMessages(uc, raddr, cfg).Handshake(ctx), syscall.ECONNREFUSED)
 }
-
-// TestStreamDialToMessageListener: a stream dialed to a message listener
-// of its protocol fails at once with ErrIncompatible, saying the peer
-// accepts message conns, where the listener answers the opening it finds
-// in the stream's first datagram (LLUDP and Wirefox); the others' message
-// listeners do not answer, and the dial ends at its HandshakeTimeout.
-func TestStreamDialToMessageListener(t *testing.T) {
-	for _, p := range Protocols() {
-		t.Run(p.String(), func(t *testing.T) {
-			ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: p})
-			defer ln.Close()
-			go func() { _, _ = ln.AcceptMessages() }()
-			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-			defer cancel()
-			c := Client(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: p, HandshakeTimeout: time.Second})
-			defer c.Close()
-			start := time.Now()
-			err := c.Handshake(ctx)
-			t.Logf("%v after %v", err, time.Since(start))
-			switch p {
-			case LLUDP, Wirefox:
-				require.ErrorIs(t, err, ErrIncompatible)
-				require.ErrorContains(t, err, "accepts "+p.String()+" message conns (ListenMessages), not streams")
-			default:
-				require.ErrorIs(t, err, ErrHandshakeTimeout)
-			}
-		})
-	}
-}

@@ -90,8 +90,13 @@ func (s *Session) pokeAt() (time.Time, bool) {
 // PingAt asks for a probe the peer answers at t besides the keepalive
 // Pings (see engine.Pinger): the oldest message then unacknowledged,
 // resent (a Ping would wait behind the messages in flight), or a Ping
-// when none is. It has no effect before the session is established.
-func (s *Session) PingAt(t time.Time) { s.extraPoke = t }
+// when none is. It has no effect before the session is established, or
+// while a challenge runs: its own probe decides it.
+func (s *Session) PingAt(t time.Time) {
+	if !s.chal.Running() {
+		s.extraPoke = t
+	}
+}
 
 // probeByResend makes the oldest unacknowledged message due at now, when
 // PingAt's probe is due: its resend is the probe. It reports whether

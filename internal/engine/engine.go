@@ -314,7 +314,9 @@ type Prover interface {
 // ones. The root asks for one when the socket reports the peer's port
 // unreachable, so that the report repeats, or a live peer's answer
 // clears it, within a round trip rather than a keepalive interval. A
-// later call replaces an earlier one not yet sent.
+// later call replaces an earlier one not yet sent. An engine may ignore
+// it while a challenge of the peer's close or restart runs, whose own
+// probes decide.
 type Pinger interface {
 	PingAt(t time.Time)
 }

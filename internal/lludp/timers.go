@@ -76,8 +76,14 @@ func (s *Session) pingDue() (time.Time, bool) {
 }
 
 // PingAt asks for a StartPingCheck at t besides the regular ones (see
-// engine.Pinger). It has no effect before the circuit is open.
-func (s *Session) PingAt(t time.Time) { s.extraPing = t }
+// engine.Pinger). It has no effect before the circuit is open, or while
+// a challenge runs: its own pings decide it (a peer that closed its
+// circuit and its socket is then taken as closed, not refused).
+func (s *Session) PingAt(t time.Time) {
+	if !s.chal.Running() {
+		s.extraPing = t
+	}
+}
 
 // regularPingDue is pingDue without PingAt's ping.
 func (s *Session) regularPingDue() (time.Time, bool) {
