@@ -104,9 +104,15 @@ func reportResent(b *testing.B, c *rudp.Conn) {
 	b.ReportMetric(100*float64(st.Retransmits)/float64(max(st.MessagesSent, 1)), "%resent")
 }
 
-// shareTime is how long BenchmarkShare runs its two streams; shares are
-// measured over its second half.
-const shareTime = 10 * time.Second
+// shareTime is how long BenchmarkShare runs its two streams, shares
+// being measured over its second half: 10 s, or 2 s with -short (a check
+// that it runs, as CI does).
+func shareTime() time.Duration {
+	if testing.Short() {
+		return 2 * time.Second
+	}
+	return 10 * time.Second
+}
 
 // BenchmarkShare runs two rudp streams (the default protocol) through the
 // 50 MB/s bottleneck at 20 ms RTT for 10 s, the second starting 100 ms
@@ -166,7 +172,7 @@ func share(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
 	start := time.Now()
-	stop := start.Add(shareTime)
+	stop := start.Add(shareTime())
 	var writers sync.WaitGroup
 	for id := range 2 {
 		writers.Add(1)
@@ -190,14 +196,14 @@ func share(b *testing.B) {
 			}
 		}()
 	}
-	time.Sleep(time.Until(start.Add(shareTime / 2)))
+	time.Sleep(time.Until(start.Add(shareTime() / 2)))
 	a0, b0 := got[0].Load(), got[1].Load()
 	time.Sleep(time.Until(stop))
 	a1, b1 := got[0].Load(), got[1].Load()
 	writers.Wait()
 	ln.Close()
 	up, _ := r.Stats()
-	link := float64(bottleneckRate) * (shareTime / 2).Seconds()
+	link := float64(bottleneckRate) * (shareTime() / 2).Seconds()
 	b.ReportMetric(100*float64(a1-a0)/link, "share-a")
 	b.ReportMetric(100*float64(b1-b0)/link, "share-b")
 	b.ReportMetric(100*float64(up.Dropped)/float64(max(up.Datagrams, 1)), "%dropped")
