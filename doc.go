@@ -99,6 +99,19 @@
 // IPV6_RECVERR) on the unconnected *net.UDPConn of a listener or of a
 // Client, so that the kernel queues each ICMP error with the destination
 // it is about: the conns of those sockets are told in the same way, under
-// the same rule. Elsewhere, other PacketConns, and any conn whose peer's
-// host sends no ICMP, learn of a vanished peer through Config.IdleTimeout.
+// the same rule. LLUDP and Avara conns, whose keepalives are seconds
+// apart, probe the peer at once after the first report, so that every
+// protocol sees a vanished peer within about half a second. Elsewhere,
+// other PacketConns, and any conn whose peer's host sends no ICMP, learn
+// of a vanished peer through Config.IdleTimeout.
+//
+// # Tracing
+//
+// Config.Tracer gives each conn a tracer (package trace): its states,
+// every datagram decoded by its protocol's codec, losses and their cause,
+// congestion metrics, keepalives, challenges and its close. Package qlog
+// writes these events as qlog files, which qvis and rudpcat plot draw;
+// with QLOGDIR set in the environment and no Config.Tracer, every conn
+// writes one into that directory. Without a tracer nothing is traced and
+// nothing allocated for it.
 package rudp
