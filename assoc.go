@@ -438,8 +438,9 @@ func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
 func (a *assoc) refused(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.refusedLocked(now) {
-		a.settleLocked(now) // a ping may now be due
+	over := a.refusedLocked(now)
+	if _, ok := a.eng.(engine.Pinger); ok && !over {
+		a.settleLocked(now) // the ping asked for may be due now
 	}
 }
 

@@ -55,16 +55,8 @@ func dirTracer(dir string, now func() time.Time) func(trace.ConnInfo) *trace.Con
 
 // fileBase is a trace file's name without the extension.
 func fileBase(at time.Time, info trace.ConnInfo) string {
-	role := "server"
-	if info.Client {
-		role = "client"
-	}
-	remote := "unknown"
-	if info.Remote != nil {
-		remote = info.Remote.String()
-	}
 	clean := strings.NewReplacer(":", "-", "/", "_", "\\", "_", string(filepath.Separator), "_")
-	return at.UTC().Format("20060102T150405.000") + "_" + clean.Replace(info.Protocol) + "_" + role + "_" + clean.Replace(remote)
+	return at.UTC().Format("20060102T150405.000") + "_" + clean.Replace(info.Protocol) + "_" + roleOf(info) + "_" + clean.Replace(remoteOf(info))
 }
 
 // createTraceFile creates dir/base.sqlog, or the first free

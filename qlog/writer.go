@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -164,14 +165,7 @@ func (t *writer) close() {
 }
 
 func (t *writer) header(at time.Time) Header {
-	role := "server"
-	if t.info.Client {
-		role = "client"
-	}
-	remote := "unknown"
-	if t.info.Remote != nil {
-		remote = t.info.Remote.String()
-	}
+	role, remote := roleOf(t.info), remoteOf(t.info)
 	return Header{
 		FileSchema:          "urn:ietf:params:qlog:file:sequential",
 		SerializationFormat: "application/qlog+json-seq",
@@ -256,39 +250,35 @@ func value(v any) any {
 	return fmt.Sprint(v)
 }
 
-// unsigned returns an integer field value as a uint64.
+// unsigned returns an integer field value as a uint64; false for
+// anything else, or a negative integer.
 func unsigned(v any) (uint64, bool) {
-	switch x := v.(type) {
-	case uint8:
-		return uint64(x), true
-	case uint16:
-		return uint64(x), true
-	case uint32:
-		return uint64(x), true
-	case uint64:
-		return x, true
-	case uint:
-		return uint64(x), true
-	case int, int8, int16, int32, int64:
-		var n int64
-		switch y := x.(type) {
-		case int:
-			n = int64(y)
-		case int8:
-			n = int64(y)
-		case int16:
-			n = int64(y)
-		case int32:
-			n = int64(y)
-		case int64:
-			n = y
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return rv.Uint(), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n := rv.Int(); n >= 0 {
+			return uint64(n), true
 		}
-		if n < 0 {
-			return 0, false
-		}
-		return uint64(n), true
 	}
 	return 0, false
+}
+
+// roleOf is the conn's vantage point: "client" or "server".
+func roleOf(info trace.ConnInfo) string {
+	if info.Client {
+		return "client"
+	}
+	return "server"
+}
+
+// remoteOf is the conn's remote address as text, "unknown" without one.
+func remoteOf(info trace.ConnInfo) string {
+	if info.Remote == nil {
+		return "unknown"
+	}
+	return info.Remote.String()
 }
 
 // ms converts d to milliseconds.

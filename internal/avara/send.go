@@ -99,11 +99,11 @@ func (s *Session) PingAt(t time.Time) {
 }
 
 // probeByResend makes the oldest unacknowledged message due at now, when
-// PingAt's probe is due: its resend is the probe. It reports whether
-// there was one.
-func (s *Session) probeByResend(now time.Time) bool {
+// PingAt's probe is due: its resend is the probe. With none, the probe
+// stays due and pokeAt sends a Ping.
+func (s *Session) probeByResend(now time.Time) {
 	if s.extraPoke.IsZero() || now.Before(s.extraPoke) || s.state != engine.StateEstablished {
-		return false
+		return
 	}
 	for _, m := range s.flight {
 		if !m.acked {
@@ -111,10 +111,9 @@ func (s *Session) probeByResend(now time.Time) bool {
 				m.nextSend = now
 			}
 			s.extraPoke = time.Time{}
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // detectLosses tells the controller that the datagrams whose messages'
