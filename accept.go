@@ -7,12 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/airhook"
-	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/engine"
-	"github.com/rudpkit/rudp/internal/lludp"
-	"github.com/rudpkit/rudp/internal/porous"
-	"github.com/rudpkit/rudp/internal/wirefox"
 )
 
 // acceptQueue holds a listener's new peers: those still in their handshake
@@ -162,32 +157,15 @@ func (q *acceptQueue[T]) counts() (drops, evicted uint64) {
 	return q.drops, q.evicted
 }
 
-// isOpening reports whether p can open an association of the protocol at
-// a listener: anything else from an unknown address is dropped at once,
-// without building an engine (see each engine's IsOpening).
-func (c *Config) isOpening(p []byte) bool {
-	switch c.Protocol {
-	case POROUS:
-		return porous.IsOpening(p)
-	case LLUDP:
-		return lludp.IsOpening(p)
-	case Wirefox:
-		return wirefox.IsOpening(p)
-	case Avara:
-		return avara.IsOpening(p, c.AvaraVersion)
-	}
-	return airhook.IsOpening(p)
-}
-
 // refusal returns the datagrams with which a listener answers an opening
 // whose parameters it cannot accept, holding no state for the peer, so
-// that the peer learns at once why (see porous.Refusal); nil where the
-// protocol's opening carries no parameters.
+// that the peer learns at once why (see engine.Protocol.Refusal); nil
+// where the protocol's opening carries no parameters.
 func (c *Config) refusal(stream bool) [][]byte {
-	if c.Protocol != POROUS {
+	if c.proto.Refusal == nil {
 		return nil
 	}
-	bufs := porous.Refusal(c.Channels)
+	bufs := c.proto.Refusal(c.opts)
 	if stream {
 		for i, b := range bufs {
 			bufs[i] = seal(b)
@@ -209,7 +187,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 		if stream {
 			p, ok = unseal(p)
 		}
-		if !ok || !cfg.isOpening(p) {
+		if !ok || !cfg.proto.IsOpening(p, cfg.opts) {
 			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
 				"peer", from, "protocol", cfg.Protocol, "size", n)
 			q.ep.unknownDrops.Add(1)
@@ -229,8 +207,8 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 		if err == nil {
 			err = eng.HandleDatagram(now, p)
 			tr.input(now, p, err)
-			if err != nil {
-				cfg.dropEngine(eng)
+			if err != nil && cfg.roster != nil {
+				cfg.roster.Drop(eng)
 			}
 		}
 		if err != nil {

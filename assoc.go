@@ -64,7 +64,7 @@ type assoc struct {
 	badSeals uint64 // datagrams dropped because their seal did not match
 	// plainPeer, on a dialed stream, is its protocol: an unsealed datagram
 	// of it during the handshake is a message listener's answer.
-	plainPeer Protocol
+	plainPeer *protocolEntry
 
 	// Large frames (see largeFrame): the engine takes datagrams above
 	// maxDatagram, and it may send them.
@@ -214,10 +214,10 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 // source that hits the dialer's port during its handshake could do the
 // same; an established stream ignores such datagrams.
 func (a *assoc) plainAnswer(p []byte) {
-	if a.plainPeer == 0 || a.eng.State() != engine.StateHandshake || describers[a.plainPeer](p).Err != nil {
+	if a.plainPeer == nil || a.eng.State() != engine.StateHandshake || a.plainPeer.Describe(p).Err != nil {
 		return
 	}
-	a.endLocked(fmt.Errorf("%w: the peer answered with a %v datagram without the seal of rudp streams: it accepts %v message conns (ListenMessages), not streams", ErrIncompatible, a.plainPeer, a.plainPeer))
+	a.endLocked(fmt.Errorf("%w: the peer answered with a %v datagram without the seal of rudp streams: it accepts %v message conns (ListenMessages), not streams", ErrIncompatible, a.plainPeer.Name, a.plainPeer.Name))
 }
 
 // setRecvOpen opens or closes the engine to new data. Each time the

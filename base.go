@@ -367,19 +367,10 @@ func (b *connBase) handshakeTimeout() error {
 	if _, stream := b.k.(*Conn); stream {
 		what, other = "stream", "message conns (ListenMessages)"
 	}
-	tried, causes, avara := b.cfg.Protocol.String()+" "+what+" handshake", "another protocol", ""
-	switch b.cfg.Protocol {
-	case POROUS:
-		tried += fmt.Sprintf(" (Config.Channels %d)", b.cfg.Channels)
-		causes += ", another channel count"
-	case Avara:
-		tried = fmt.Sprintf("avara %s login (network version %d)", what, b.cfg.AvaraVersion)
-		causes += ", another network version"
-		avara = "; the password (Config.AvaraPassword) may be wrong or the server full, which an Avara server does not answer"
-	}
+	tried, causes, hint := b.cfg.proto.Handshake(b.cfg.opts, what)
 	return &handshakeTimeoutError{fmt.Sprintf(
 		"%v: no %s with %v completed within %v; the peer may not be listening, or may speak %s, or accept %s%s",
-		ErrHandshakeTimeout, tried, b.raddr, b.cfg.HandshakeTimeout, causes, other, avara)}
+		ErrHandshakeTimeout, tried, b.raddr, b.cfg.HandshakeTimeout, causes, other, hint)}
 }
 
 func (b *connBase) lingerExpired() {

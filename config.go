@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/engine"
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/stream"
@@ -276,7 +277,9 @@ type Config struct {
 	// Wirefox's per-conn key and nonce generators). Default crypto/rand.
 	Rand io.Reader
 
-	room *avaraRoom // an Avara message listener's clients
+	proto  *protocolEntry // Protocol's entry in the table (resolved)
+	opts   any            // the protocol's own options (resolved)
+	roster engine.Roster  // a message listener's shared state, if its protocol has one
 
 	// largeRTT replaces localRTT when set, so that tests decide whether
 	// a stream over loopback sends large frames, whatever its RTT.
@@ -313,15 +316,17 @@ func (c *Config) resolved() (*Config, error) {
 		r = *c
 	}
 	if r.Protocol == 0 {
-		r.Protocol = POROUS
+		r.Protocol = protocols[0].id // the default
 	}
 	if err := r.checkNotNegative(); err != nil {
 		return nil, err
 	}
-	if slices.Contains(Protocols(), r.Protocol) {
-		if err := r.checkProtocolOptions(); err != nil {
-			return nil, err
-		}
+	r.proto = r.Protocol.entry()
+	if r.proto == nil {
+		return nil, fmt.Errorf("rudp: %w: %v", ErrUnknownProtocol, r.Protocol)
+	}
+	if err := r.checkProtocolOptions(); err != nil {
+		return nil, err
 	}
 	setDefault(&r.MTU, DefaultMTU)
 	if r.MTU < 576 || r.MTU > 1500 {
@@ -351,10 +356,10 @@ func (c *Config) resolved() (*Config, error) {
 		r.MaxUnreliableDelay = DefaultMaxUnreliableDelay
 	}
 	setDefault(&r.MaxMessage, DefaultMaxMessage)
-	if r.AvaraVersion == 0 {
-		r.AvaraVersion = DefaultAvaraVersion
+	if r.proto.options != nil {
+		r.opts = r.proto.options(&r)
 	}
-	if err := r.validateProtocol(); err != nil {
+	if err := r.proto.Validate(&engine.Setup{MTU: r.MTU, MaxMessage: r.MaxMessage, Options: r.opts}); err != nil {
 		return nil, err
 	}
 	if r.Logger == nil {

@@ -98,9 +98,9 @@ func (c *Conn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
 	c.a.up = c
 	c.a.sealed = true
 	if c.accepted == nil {
-		c.a.plainPeer = c.cfg.Protocol
+		c.a.plainPeer = c.cfg.proto
 	}
-	_, c.a.takesLarge = eng.(largeFramer)
+	_, c.a.takesLarge = eng.(engine.LargeFramer)
 	c.recycle, _ = eng.(engine.Recycler)
 	c.build, _ = eng.(engine.Builder)
 	if s, ok := eng.(engine.Sinker); ok {
@@ -238,12 +238,12 @@ func (c *Conn) deliver(now time.Time, m engine.Message) {
 // with the lock held during HandleDatagram, so that a frame that arrives
 // in order is copied once, into the stream.
 func (c *Conn) take(now time.Time, m engine.Message) {
-	if !c.cfg.isStreamFrame(m) {
+	if !c.cfg.proto.Stream.Carries(m) {
 		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
 	}
 	c.active = now
-	if err := c.st.HandleFrame(m.Data[len(c.cfg.streamPrefix()):]); err != nil {
+	if err := c.st.HandleFrame(m.Data[len(c.cfg.proto.Stream.Prefix):]); err != nil {
 		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
 }
@@ -271,7 +271,7 @@ func (c *Conn) pump(now time.Time) {
 	c.useLarge(srtt)
 	for range 2 {
 		drained := false // the stream has no frame left to send
-		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(streamChannel) > 0 {
+		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(c.cfg.proto.Stream.Send.Channel) > 0 {
 			// No buffer is taken to learn that nothing is due: an idle
 			// stream's engine is trimmed, and a keepalive would make it
 			// allocate one.
@@ -282,7 +282,7 @@ func (c *Conn) pump(now time.Time) {
 			}
 			frame := c.frameBuffer()
 			if c.held == 0 {
-				pre := c.cfg.streamPrefix()
+				pre := c.cfg.proto.Stream.Prefix
 				if c.held = c.st.NextFrame(frame[len(pre):]); c.held > 0 {
 					c.held += copy(frame, pre)
 				}
@@ -339,9 +339,9 @@ func (c *Conn) releaseFrame() {
 // sendFrame hands the frame of c.held bytes in frameBuffer to the engine.
 func (c *Conn) sendFrame() error {
 	if c.build != nil {
-		return c.build.SendBuffer(c.held, c.cfg.streamOptions())
+		return c.build.SendBuffer(c.held, c.cfg.proto.Stream.Send)
 	}
-	return c.a.eng.Send(c.frame[:c.held], c.cfg.streamOptions())
+	return c.a.eng.Send(c.frame[:c.held], c.cfg.proto.Stream.Send)
 }
 
 // settled implements upper: a stream idle for trimAfter keeps no buffers,

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/stream"
-	"github.com/rudpkit/rudp/internal/wirefox"
 )
 
 // Errors returned by conns and listeners, to be matched with errors.Is.
@@ -75,20 +74,6 @@ var (
 	// ErrLingerTimeout: Close could not deliver everything Write accepted
 	// within Config.Linger.
 	ErrLingerTimeout = engine.ErrLingerTimeout
-	// ErrNoFreeSlots: a Wirefox server refused the connection: it has no
-	// free connection slot (ERROR_OCCURRED NO_FREE_SLOTS).
-	ErrNoFreeSlots = wirefox.ErrNoFreeSlots
-	// ErrAlreadyConnected: a Wirefox server refused the connection: it is
-	// already connected to a peer with this end's PeerID.
-	ErrAlreadyConnected = wirefox.ErrAlreadyConnected
-	// ErrConnectRefused: a Wirefox server refused the connection for
-	// another reason (ERROR_OCCURRED with CONNECT_FAILED, a wrong
-	// password, a rate limit or a ban).
-	ErrConnectRefused = wirefox.ErrConnectRefused
-	// ErrIncorrectRemoteIdentity: a Wirefox server failed the identity
-	// check of Config.WirefoxServerKey: it does not hold the matching
-	// private key.
-	ErrIncorrectRemoteIdentity = wirefox.ErrIncorrectRemoteIdentity
 )
 
 // opError wraps err as the *net.OpError that net.Conn methods return. It

@@ -106,7 +106,7 @@ func idleRun(t *testing.T, cfg *Config, oneWay, idle time.Duration) [2]*idleEnd 
 		require.Equal(t, engine.StateEstablished, e.eng.State())
 	}
 	for i, e := range ends {
-		require.NoError(t, e.eng.Send([]byte("hi"), cfg.streamOptions()))
+		require.NoError(t, e.eng.Send([]byte("hi"), cfg.proto.Stream.Send))
 		poll(i, now)
 	}
 	run(idleAfter, 10_000)

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/porous"
+	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // Large frames. Between two rudp stream peers on one host, the path is
@@ -14,7 +14,7 @@ import (
 // the 1472 bytes a POROUS datagram has on the Internet; the kernel's own
 // TCP uses it whole. A POROUS stream whose peer is on a loopback address,
 // at the loopback's RTT (below localRTT), sends Data frames of up to
-// porous.LargeFrameSize bytes (44 fragments) once the peer's HELLO has
+// 64 KB (44 fragments, engine.LargeFramer) once the peer's HELLO has
 // shown that it takes them (stream version 3), and so pays its costs per
 // datagram (system calls, seal, acknowledgement, congestion control) once
 // per 44 fragments. Every other stream, and every message conn, keeps its
@@ -27,15 +27,9 @@ import (
 // frames up and resends what they carried in frames of the usual size,
 // without taking the loss for congestion (see porous.Session.SetMaxFrame).
 
-// largeFramer is implemented by engines that can send frames above their
-// protocol's usual bound to a peer that takes them.
-type largeFramer interface {
-	SetMaxFrame(n int)
-}
-
-// maxLarge is the largest datagram sent or taken: a large frame and its
-// seal.
-const maxLarge = porous.LargeFrameSize + sealLen
+// maxLarge is the largest datagram sent or taken (a large frame and its
+// seal).
+const maxLarge = engine.MaxLargeDatagram
 
 // largeBatch is how many large datagrams an association sends per
 // sendmmsg: as many bytes as sendBatch datagrams of 16 KiB.
@@ -61,10 +55,10 @@ var loopbackMTU = sync.OnceValue(func() int {
 })
 
 // largeFrame returns the largest frame to send to raddr, in bytes, if
-// it is above the protocol's usual bound: raddr must be a loopback
-// address, and the frame, its seal and the IP and UDP headers fit the
-// loopback MTU. It returns 0 otherwise.
-func largeFrame(raddr net.Addr, mtu int) int {
+// it is above the protocol's usual bound (lf's FrameSizes): raddr must be
+// a loopback address, and the frame, its seal and the IP and UDP headers
+// fit the loopback MTU. It returns 0 otherwise.
+func largeFrame(lf engine.LargeFramer, raddr net.Addr, mtu int) int {
 	ua, ok := raddr.(*net.UDPAddr)
 	if !ok || !ua.IP.IsLoopback() {
 		return 0
@@ -73,7 +67,8 @@ func largeFrame(raddr net.Addr, mtu int) int {
 	if ua.IP.To4() == nil {
 		headers = 40 + 8
 	}
-	if n := min(porous.LargeFrameSize, mtu-headers-sealLen); n > porous.MaxFrameSize {
+	usual, large := lf.FrameSizes()
+	if n := min(large, mtu-headers-sealLen); n > usual {
 		return n
 	}
 	return 0
@@ -96,9 +91,8 @@ func (c *Conn) useLarge(srtt time.Duration) {
 	if c.largeChecked || !c.opened {
 		return
 	}
-	lf, ok := c.a.eng.(largeFramer)
-	n := largeFrame(c.raddr, loopbackMTU())
-	if !ok || n == 0 {
+	lf, ok := c.a.eng.(engine.LargeFramer)
+	if !ok || largeFrame(lf, c.raddr, loopbackMTU()) == 0 {
 		c.largeChecked = true
 		return
 	}
@@ -106,6 +100,6 @@ func (c *Conn) useLarge(srtt time.Duration) {
 		return
 	}
 	c.largeChecked = true
-	lf.SetMaxFrame(n)
+	lf.SetMaxFrame(largeFrame(lf, c.raddr, loopbackMTU()))
 	c.a.sendsLarge = true
 }

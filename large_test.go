@@ -30,7 +30,7 @@ func TestLargeFrameSize(t *testing.T) {
 		{&net.UDPAddr{IP: net.ParseIP("2001:db8::1")}, 65536, 0},
 		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, 65536, 0},
 	} {
-		require.Equal(t, c.want, largeFrame(c.addr, c.mtu), "%v, MTU %d", c.addr, c.mtu)
+		require.Equal(t, c.want, largeFrame(new(porous.Session), c.addr, c.mtu), "%v, MTU %d", c.addr, c.mtu)
 	}
 }
 

@@ -120,9 +120,9 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 
 func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
-	if cfg.Protocol == Avara && !stream {
+	if cfg.proto.NewListener != nil && !stream {
 		c := *cfg
-		c.room = new(avaraRoom) // the listener's clients, ids 1..7
+		c.roster = cfg.proto.NewListener() // shared by the listener's conns
 		cfg = &c
 	}
 	ep := newEndpoint(pc, false, cfg.Logger)

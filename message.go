@@ -2,16 +2,12 @@ package rudp
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/engine"
-	"github.com/rudpkit/rudp/internal/lludp"
 )
 
 // Delivery is how a message is delivered. Which modes exist depends on the
@@ -75,11 +71,6 @@ type Message struct {
 func (m *Message) params() engine.Params {
 	return engine.Params{Command: m.Command, P1: m.P1, P2: m.P2, P3: m.P3}
 }
-
-// avaraHeaderLen is the length of the header of an Avara message in the
-// form Read and Write use: command, p1, p2 and p3, little-endian as on
-// the wire.
-const avaraHeaderLen = 8
 
 // MessageConn is a message-oriented conn that speaks a protocol's own
 // messages on the wire, with nothing rudp-specific added, so that it can
@@ -147,7 +138,7 @@ type MessageConn struct {
 	refused   bool                       // Config.AcceptCircuit refused the circuit
 	closer    engine.PeerCloser          // the engine, if it lingers after the peer's close
 
-	room *avaraRoom // an Avara listener's clients, for its conns
+	roster engine.Roster // its listener's shared state, if the protocol has one
 }
 
 var _ net.Conn = (*MessageConn)(nil)
@@ -165,9 +156,9 @@ func (c *MessageConn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
 	c.closer, _ = eng.(engine.PeerCloser)
 	c.a = newAssoc(ep, c.raddr, eng, tr)
 	c.a.up = c
-	if _, ok := eng.(*avara.Session); ok && c.accepted != nil && c.cfg.room != nil {
-		c.room = c.cfg.room
-		c.room.join(c)
+	if c.accepted != nil && c.cfg.roster != nil {
+		c.roster = c.cfg.roster
+		c.roster.Join(eng, rosterConn{c})
 	}
 }
 
@@ -202,16 +193,10 @@ func (c *MessageConn) ReadMessage() (Message, error) {
 func (c *MessageConn) Read(p []byte) (int, error) {
 	n := 0
 	err := c.read(func(e engine.Message) error {
-		var num [avaraHeaderLen]byte
+		var num [engine.MaxHeaderLen]byte
 		k := 0
-		switch c.cfg.Protocol {
-		case LLUDP:
-			k = lludp.PutNumber(num[:], e.MessageNumber)
-		case Avara:
-			num[0], num[1] = byte(e.Params.Command), byte(e.Params.P1)
-			binary.LittleEndian.PutUint16(num[2:], uint16(e.Params.P2))
-			binary.LittleEndian.PutUint32(num[4:], uint32(e.Params.P3))
-			k = avaraHeaderLen
+		if h := c.cfg.proto.Header; h != nil {
+			k = h.Put(num[:], e)
 		}
 		if len(p) < k+len(e.Data) {
 			return io.ErrShortBuffer
@@ -297,21 +282,13 @@ func (c *MessageConn) WriteMessage(m Message) error {
 // with ErrUnsupported.
 func (c *MessageConn) Write(p []byte) (int, error) {
 	m := Message{Data: p}
-	switch {
-	case c.cfg.Protocol == LLUDP && len(p) > 0:
-		num, k := lludp.ParseNumber(p)
-		if k == 0 {
-			return 0, opError("write", c.LocalAddr(), c.raddr,
-				fmt.Errorf("%w: LLUDP Write of %d bytes, too short for its message number (1, 2 or 4 bytes)", ErrUnsupported, len(p)))
+	if h := c.cfg.proto.Header; h != nil {
+		e, err := h.Parse(p)
+		if err != nil {
+			return 0, opError("write", c.LocalAddr(), c.raddr, err)
 		}
-		m = Message{Number: num, Data: p[k:]}
-	case c.cfg.Protocol == Avara:
-		if len(p) < avaraHeaderLen {
-			return 0, opError("write", c.LocalAddr(), c.raddr,
-				fmt.Errorf("%w: Avara Write of %d bytes, shorter than its %d-byte header (command, p1, p2, p3)", ErrUnsupported, len(p), avaraHeaderLen))
-		}
-		m = Message{Command: int8(p[0]), P1: int8(p[1]), P2: int16(binary.LittleEndian.Uint16(p[2:])),
-			P3: int32(binary.LittleEndian.Uint32(p[4:])), Data: p[avaraHeaderLen:]}
+		m = Message{Number: e.MessageNumber, Command: e.Params.Command, P1: e.Params.P1,
+			P2: e.Params.P2, P3: e.Params.P3, Data: e.Data}
 	}
 	if err := c.WriteMessage(m); err != nil {
 		return 0, err
@@ -394,7 +371,7 @@ func (c *MessageConn) pump(now time.Time) {
 		return // the handshake failed (ErrIncompatible, a timeout): never opened
 	}
 	if c.accepted != nil && c.cfg.AcceptCircuit != nil {
-		if circ, ok := c.circuit(); ok && !c.cfg.AcceptCircuit(circ) {
+		if circ, ok := circuitOf(c.a.eng); ok && !c.cfg.AcceptCircuit(circ) {
 			c.refused = true
 			c.a.ep.log.Debug("rudp: circuit refused by Config.AcceptCircuit", "peer", c.raddr, "code", circ.Code)
 			c.beginClose(now)
@@ -410,8 +387,8 @@ func (c *MessageConn) pump(now time.Time) {
 // ended implements upper.
 func (c *MessageConn) ended(err error) {
 	c.endedBase(err)
-	if c.room != nil {
-		c.room.leave()
+	if c.roster != nil {
+		c.roster.Leave()
 	}
 	if c.accepted != nil && !c.opened {
 		c.accepted.forget(c)
@@ -446,15 +423,24 @@ func (c *MessageConn) Circuit() (circuit Circuit, ok bool) {
 	}
 	c.a.mu.Lock()
 	defer c.a.mu.Unlock()
-	return c.circuit()
+	return circuitOf(c.a.eng)
 }
 
-// circuit is Circuit with a.mu held.
-func (c *MessageConn) circuit() (Circuit, bool) {
-	e, is := c.a.eng.(interface{ Circuit() (lludp.Circuit, bool) })
-	if !is {
-		return Circuit{}, false
+// rosterConn is a listener's conn as its protocol's engine.Roster sees
+// it.
+type rosterConn struct{ c *MessageConn }
+
+// Ended implements engine.RosterConn.
+func (r rosterConn) Ended() bool { return r.c.done.Load() == closedChan }
+
+// Locked implements engine.RosterConn.
+func (r rosterConn) Locked(f func()) {
+	a := r.c.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.over {
+		return
 	}
-	lc, ok := e.Circuit()
-	return Circuit(lc), ok
+	f()
+	a.settleLocked(time.Now())
 }

@@ -1,22 +1,23 @@
 package rudp
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
+	"net/netip"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
 	"github.com/rudpkit/rudp/internal/avara"
-	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/lludp"
 	"github.com/rudpkit/rudp/internal/porous"
 	"github.com/rudpkit/rudp/internal/wirefox"
 )
+
+// This file is the package's table of protocols: the only place that
+// names them. Everything else reaches a protocol through its entry, the
+// engine package's descriptor (engine.Protocol) plus how the flat Config
+// fields map to the protocol's own options.
 
 // Protocol selects the wire protocol (the reliability engine) a conn speaks.
 // The zero value selects the default protocol, POROUS.
@@ -95,22 +96,60 @@ const StreamMessageNumber uint32 = 0xFFFFFDE8
 // frames. The game's commands at the cited commit are 0 to 36.
 const StreamCommand int8 = 100
 
+// protocolEntry is one protocol of the table.
+type protocolEntry struct {
+	id Protocol
+	*engine.Protocol
+	// options returns the protocol's own options (Setup.Options) from
+	// the protocol-only fields of a resolved Config; nil when it has none.
+	options func(c *Config) any
+	// fields are the protocol-only Config fields it reads (see
+	// protocolOptions).
+	fields []string
+}
+
+// protocols is the table, the default first.
+var protocols = []*protocolEntry{
+	{POROUS, &porous.Protocol, func(c *Config) any {
+		return porous.Options{Channels: c.Channels, LowPriority: c.LowPriorityChannels,
+			Weights: c.ChannelWeights, MaxUnreliableDelay: c.MaxUnreliableDelay}
+	}, []string{"Channels", "LowPriorityChannels", "ChannelWeights", "MaxUnreliableDelay", "MaxMessage"}},
+	{Airhook, &airhook.Protocol, nil, nil},
+	{LLUDP, &lludp.Protocol, func(c *Config) any {
+		return lludp.Options{Circuit: lludp.Circuit(c.Circuit)}
+	}, []string{"Circuit", "AcceptCircuit", "ResendLimit"}},
+	{Wirefox, &wirefox.Protocol, func(c *Config) any {
+		modes := make([]wirefox.ChannelMode, len(c.WirefoxChannels))
+		for i, m := range c.WirefoxChannels {
+			modes[i] = wirefox.ChannelMode(m)
+		}
+		return wirefox.Options{Channels: modes, Encrypt: c.WirefoxEncrypt,
+			Identity: c.WirefoxIdentity, ServerKey: c.WirefoxServerKey}
+	}, []string{"MaxMessage", "WirefoxChannels", "WirefoxEncrypt", "WirefoxIdentity", "WirefoxServerKey", "ResendLimit"}},
+	{Avara, &avara.Protocol, func(c *Config) any {
+		return avara.Options{Password: c.AvaraPassword, Version: c.AvaraVersion,
+			Cram: c.AvaraCram, SkipAfter: c.AvaraSkipAfter}
+	}, []string{"AvaraPassword", "AvaraVersion", "AvaraCram", "AvaraSkipAfter"}},
+}
+
+// entry returns p's entry in the table, nil for an unknown protocol.
+func (p Protocol) entry() *protocolEntry {
+	for _, e := range protocols {
+		if e.id == p {
+			return e
+		}
+	}
+	return nil
+}
+
 // String returns the protocol's name in lower case ("airhook", "porous",
 // "lludp", "wirefox", "avara"), or "default" for the zero value.
 func (p Protocol) String() string {
-	switch p {
-	case 0:
+	if p == 0 {
 		return "default"
-	case Airhook:
-		return "airhook"
-	case POROUS:
-		return "porous"
-	case LLUDP:
-		return "lludp"
-	case Wirefox:
-		return "wirefox"
-	case Avara:
-		return "avara"
+	}
+	if e := p.entry(); e != nil {
+		return e.Name
 	}
 	return fmt.Sprintf("protocol(%d)", uint8(p))
 }
@@ -130,7 +169,29 @@ func ParseProtocol(s string) (Protocol, error) {
 
 // Protocols lists the protocols this version of rudp implements, the
 // default first.
-func Protocols() []Protocol { return []Protocol{POROUS, Airhook, LLUDP, Wirefox, Avara} }
+func Protocols() []Protocol {
+	ps := make([]Protocol, len(protocols))
+	for i, e := range protocols {
+		ps[i] = e.id
+	}
+	return ps
+}
+
+// reads reports whether the protocol reads the protocol-only Config
+// field name.
+func (e *protocolEntry) reads(name string) bool { return slices.Contains(e.fields, name) }
+
+// readers names the protocols that read the protocol-only Config field
+// name ("porous and wirefox").
+func readers(name string) string {
+	var names []string
+	for _, e := range protocols {
+		if e.reads(name) {
+			names = append(names, e.Name)
+		}
+	}
+	return strings.Join(names, " and ")
+}
 
 // Circuit is what an LLUDP client presents in its UseCircuitCode message
 // when it opens a circuit; a Second Life region expects the values its
@@ -141,309 +202,129 @@ type Circuit struct {
 	AgentID   [16]byte
 }
 
+// circuitOf returns the circuit of an LLUDP engine (see
+// MessageConn.Circuit); ok is false for other protocols.
+func circuitOf(eng engine.Engine) (Circuit, bool) {
+	e, is := eng.(interface{ Circuit() (lludp.Circuit, bool) })
+	if !is {
+		return Circuit{}, false
+	}
+	lc, ok := e.Circuit()
+	return Circuit(lc), ok
+}
+
 // Limits of the protocol-specific Config fields.
 const (
 	// MaxChannels is the most POROUS channels (Config.Channels).
-	MaxChannels = 256
+	MaxChannels = porous.MaxChannels
 	// MaxMessagePOROUS is the largest POROUS message, in bytes: 65536
 	// fragments of 1452 bytes.
-	MaxMessagePOROUS = 95158272
+	MaxMessagePOROUS = porous.MaxPacketLimit
 	// DefaultMaxMessage is the default Config.MaxMessage, in bytes.
 	DefaultMaxMessage = 1 << 20
+	// MaxMessageWirefox is the largest Wirefox message, command byte
+	// included, in bytes (Config.MaxMessage).
+	MaxMessageWirefox = wirefox.MaxMessage
+	// MaxWirefoxChannels is the most entries of Config.WirefoxChannels.
+	MaxWirefoxChannels = wirefox.MaxChannels
 )
 
+// Limits and defaults of the Avara Config fields.
 const (
-	// porousStreamPacket is the size of the POROUS packets that carry a
-	// stream's frames: one fragment, so one frame fills one datagram, and
-	// short of a full fragment by the seal, so that the datagram, seal
-	// included, is 1472 bytes, what a 1500-byte IPv4 path carries
-	// without fragmenting it.
-	porousStreamPacket = porous.FragmentSize - sealLen
-	// lludpAckDelay is how long an LLUDP ack waits for a datagram to ride
-	// on. The viewer waits up to 100 ms; acknowledging sooner keeps the
-	// sender's window of unacknowledged messages moving.
-	lludpAckDelay = 2 * time.Millisecond
-	// lludpStreamQueued bounds the messages a stream over LLUDP may have
-	// unacknowledged: half the 65,536 sequence numbers behind which a
-	// receiver takes a datagram as new (see internal/lludp, Bounds), so
-	// that the congestion controller, not this bound, sets the flight.
-	lludpStreamQueued = 1 << 15
-	// lludpStreamRTOMin is the floor of the RFC 6298 resend timeout of
-	// streams over LLUDP. Streams run between rudp peers, so they time
-	// resends from the acks (lludp.Config.AckRTT) rather than with the
-	// viewer's 1 s floor, which would stall a stream for a second per
-	// loss.
-	lludpStreamRTOMin = 10 * time.Millisecond
-	// avaraStreamAckDelay is how long a stream's ack waits for a datagram
-	// to ride on, instead of the reference's 41 ms: acknowledging sooner
-	// keeps the sender's resend timer (from the acks, avara.Config.AckRTT)
-	// close to the round trip.
-	avaraStreamAckDelay = 2 * time.Millisecond
-	// avaraStreamClientID is the player id of the client of a stream over
-	// Avara: each stream is a connection of its own, not one of a
-	// server's seven players.
-	avaraStreamClientID = 1
-	// avaraLoginPad is the length of the data of every Avara client's
-	// Login, stream or message conn (avara.Config.LoginPad): enough that
-	// the listener's first answer, the TOC, the Control and a stream's
-	// first frame, fits the 3 times what the Login brought that a rudp
-	// listener sends an unvalidated peer.
-	avaraLoginPad = 128
+	// MaxAvaraPassword is the longest Config.AvaraPassword, in bytes: the
+	// login carries it as a Pascal string, after a length byte.
+	MaxAvaraPassword = avara.MaxPassword
+	// MaxAvaraCram is the highest Config.AvaraCram.
+	MaxAvaraCram = avara.MaxCram
+	// AvaraReferenceSkipAfter is the reference receiver's skip threshold
+	// at its default 16 ms frame time (Config.AvaraSkipAfter).
+	AvaraReferenceSkipAfter = avara.ReferenceSkipAfter
+	// DefaultAvaraVersion is the default Config.AvaraVersion: the network
+	// version of avaraline/Avara at commit aaa5e63.
+	DefaultAvaraVersion = avara.DefaultVersion
+	// MaxAvaraClients is how many clients an Avara MessageListener serves
+	// at once: player ids 1 to 7, the server being 0.
+	MaxAvaraClients = avara.MaxClients
 )
 
-// validateProtocol checks the protocol-specific fields of a resolved
-// Config.
-func (c *Config) validateProtocol() error {
-	switch c.Protocol {
-	case Airhook, LLUDP:
-	case Wirefox:
-		return c.validateWirefox()
-	case Avara:
-		if len(c.AvaraPassword) > MaxAvaraPassword {
-			return fmt.Errorf("rudp: Config.AvaraPassword of %d bytes, at most %d", len(c.AvaraPassword), MaxAvaraPassword)
-		}
-		if c.AvaraSkipAfter < 0 {
-			return fmt.Errorf("rudp: Config.AvaraSkipAfter %d is negative", c.AvaraSkipAfter)
-		}
-		if c.AvaraCram > MaxAvaraCram {
-			return fmt.Errorf("rudp: Config.AvaraCram %d above %d", c.AvaraCram, MaxAvaraCram)
-		}
-	case POROUS:
-		if c.Channels > MaxChannels {
-			return fmt.Errorf("rudp: Config.Channels %d above %d", c.Channels, MaxChannels)
-		}
-		for _, ch := range c.LowPriorityChannels {
-			if int(ch) >= c.Channels {
-				return fmt.Errorf("rudp: Config.LowPriorityChannels: channel %d of %d", ch, c.Channels)
-			}
-		}
-		if len(c.ChannelWeights) > c.Channels {
-			return fmt.Errorf("rudp: Config.ChannelWeights: %d weights for %d channels", len(c.ChannelWeights), c.Channels)
-		}
-		for i, w := range c.ChannelWeights {
-			if w < 1 || w > 255 {
-				return fmt.Errorf("rudp: Config.ChannelWeights[%d] = %d, want 1..255", i, w)
-			}
-		}
-		if c.MaxMessage > MaxMessagePOROUS {
-			return fmt.Errorf("rudp: Config.MaxMessage %d above %d", c.MaxMessage, MaxMessagePOROUS)
-		}
-	default:
-		return fmt.Errorf("rudp: %w: %v", ErrUnknownProtocol, c.Protocol)
-	}
-	return nil
+// AvaraPeer is one entry of an Avara server's connection table: a
+// player id (1..7) and the address the server sees the player at.
+type AvaraPeer struct {
+	ID   int8
+	Addr netip.AddrPort
 }
 
-// streamKeepAlive is how long a stream's engine goes without receiving
-// before it probes the peer (every engine then waits as long again
-// between probes while the silence lasts). The dialing side probes after
-// KeepAlive, the accepting side only after twice that: on an idle stream
-// the dialer's probes, and their answers, keep both ends alive, one
-// exchange per KeepAlive, and neither end's timer fires for anything
-// else; the accepting side probes only when the dialer's probes stop
-// arriving (still within IdleTimeout, which is at least 3 × KeepAlive).
-// The dialer is usually the side behind a NAT, whose binding its probes
-// refresh.
-func (c *Config) streamKeepAlive(accept bool) time.Duration {
-	if accept {
-		return 2 * c.KeepAlive
+// peersOf lists the used entries of t.
+func peersOf(t avara.TOC) []AvaraPeer {
+	var ps []AvaraPeer
+	for i, a := range t {
+		if a.IsValid() {
+			ps = append(ps, AvaraPeer{ID: int8(i + 1), Addr: a})
+		}
 	}
-	return c.KeepAlive
+	return ps
 }
 
-// newEngine builds the protocol engine for one association. stream selects
-// rudp's stream semantics, where a restarted peer ends the association
-// instead of being adopted silently; accept, that the association is a
-// listener's, created by a datagram from an unknown address. What the
-// engine logs names peer; tr, when not nil, receives its events.
-func (c *Config) newEngine(now time.Time, peer net.Addr, tr *connTrace, stream, accept bool) (engine.Engine, error) {
-	log := c.Logger.With("peer", peer)
-	switch c.Protocol {
-	case POROUS:
-		pri := make([]porous.Priority, c.Channels)
-		for _, ch := range c.LowPriorityChannels {
-			pri[ch] = porous.Low
-		}
-		maxPacket, maxQueued, maxQueuedBytes := c.MaxMessage, 0, 0
-		// A message conn may talk to the reference, which pings every
-		// second and whose RTT estimate our answers feed: it pings as
-		// often. Streams run between rudp peers and ping at KeepAlive.
-		keepAlive := min(c.KeepAlive, porous.DefaultKeepAlive)
-		if stream {
-			keepAlive = c.streamKeepAlive(accept)
-			// A stream's frames are bounded by the peer's receive window:
-			// the engine may hold all of it, whatever the congestion
-			// window.
-			maxPacket = porousStreamPacket
-			maxQueued = porous.TransferWindow
-			maxQueuedBytes = 2 * c.MaxRecvWindow
-		}
-		return porous.New(now, porous.Config{
-			Rand:                 c.Rand,
-			Congestion:           congestion.Algorithm(c.Congestion),
-			Logger:               log,
-			Tracer:               tr.tracer(),
-			Channels:             c.Channels,
-			Priorities:           pri,
-			Weights:              c.ChannelWeights,
-			MaxUnreliableDelay:   c.MaxUnreliableDelay,
-			MaxPacket:            maxPacket,
-			MaxQueued:            maxQueued,
-			MaxQueuedBytes:       maxQueuedBytes,
-			Accept:               accept,
-			KeepAlive:            keepAlive,
-			PingWhenQuiet:        stream,
-			IdleTimeout:          c.IdleTimeout,
-			HandshakeTimeout:     c.HandshakeTimeout,
-			Linger:               c.Linger,
-			RejectNewPeerSession: stream,
-			LargeFrames:          stream, // see largeFrame
-			// A stream's peer sends only reliable packets: frames far
-			// ahead of a gap, out-of-order delivery and conflicting
-			// copies are then a blind attacker's, not the peer's.
-			ReliablePeer: stream,
-		})
-	case LLUDP:
-		circuit := lludp.Circuit(c.Circuit)
-		if circuit.Code == 0 && !accept {
-			code, err := randomCode(c.Rand)
-			if err != nil {
-				return nil, err
-			}
-			circuit.Code = code
-		}
-		limit := c.ResendLimit
-		if limit <= 0 {
-			limit = -1 // unlimited: IdleTimeout ends a dead circuit
-		}
-		var rtoMin time.Duration // message conns: the viewer's resend timing
-		maxQueued := 0           // message conns: lludp's default
-		var seq uint32           // message conns: 1, as the viewer
-		if stream {
-			rtoMin = lludpStreamRTOMin
-			maxQueued = lludpStreamQueued
-			// Between rudp peers, a random first sequence number, so that
-			// a blind attacker cannot guess which numbers are in use.
-			seq = uint32(c.random64()%(lludp.SeqWrap-1)) + 1
-		}
-		maxDatagram := min(c.MTU, lludp.DefaultMaxDatagram)
-		keepAlive := min(c.KeepAlive, lludp.DefaultKeepAlive) // message conns: as the viewer
-		if stream {
-			maxDatagram -= sealLen
-			keepAlive = c.streamKeepAlive(accept)
-		}
-		return lludp.New(now, lludp.Config{
-			AckRTT:               stream,
-			DeliverDuplicates:    stream,
-			RepeatAcks:           stream,
-			RTOMin:               rtoMin,
-			Client:               !accept,
-			Circuit:              circuit,
-			Accept:               accept,
-			MaxDatagram:          maxDatagram,
-			AckDelay:             lludpAckDelay,
-			ResendLimit:          limit,
-			MaxQueued:            maxQueued,
-			InitialSeq:           seq,
-			Congestion:           congestion.Algorithm(c.Congestion),
-			Logger:               log,
-			Tracer:               tr.tracer(),
-			KeepAlive:            keepAlive,
-			PingWhenQuiet:        stream,
-			IdleTimeout:          c.IdleTimeout,
-			HandshakeTimeout:     c.HandshakeTimeout,
-			Linger:               c.Linger,
-			RejectNewPeerSession: stream,
-		})
+// AvaraPeers returns the Avara connection table, each player with the
+// address the server sees it at. On a dialed conn it is the table of the
+// server's latest TOC (nil before the login was accepted), this client
+// included (see AvaraClientID); on a conn of a MessageListener, the
+// listener's current table of clients. Opening direct conns to the
+// players listed, as the reference's clients do for the game's
+// peer-to-peer traffic, is the caller's choice: this package relays
+// nothing between clients and has no client-to-client mode. Only IPv4
+// addresses fit the table; others are left out. Nil on other protocols.
+func (c *MessageConn) AvaraPeers() []AvaraPeer {
+	if c.a == nil {
+		return nil
 	}
-	if c.Protocol == Wirefox {
-		return c.newWirefox(now, log, tr, stream, accept)
+	if room, ok := c.roster.(*avara.Room); ok {
+		return peersOf(room.Table())
 	}
-	if c.Protocol == Avara {
-		return c.newAvara(now, peer, log, tr, stream, accept)
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	s, ok := c.a.eng.(*avara.Session)
+	if !ok {
+		return nil
 	}
-	maxDatagram, keepAlive := c.MTU, c.KeepAlive
-	if stream {
-		maxDatagram -= sealLen // see seal
-		keepAlive = c.streamKeepAlive(accept)
-	}
-	return airhook.New(now, airhook.Config{
-		Rand:                 c.Rand,
-		Congestion:           congestion.Algorithm(c.Congestion),
-		Logger:               log,
-		Tracer:               tr.tracer(),
-		MaxDatagram:          maxDatagram,
-		KeepAlive:            keepAlive,
-		IdleTimeout:          c.IdleTimeout,
-		HandshakeTimeout:     c.HandshakeTimeout,
-		Linger:               c.Linger,
-		RejectNewPeerSession: stream,
-	})
+	t, _ := s.Table()
+	return peersOf(t)
 }
 
-// streamChannel is the channel a stream's frames ride on.
-const streamChannel = 0
-
-// streamOptions are the send options of a stream's frames.
-func (c *Config) streamOptions() engine.SendOptions {
-	switch c.Protocol {
-	case LLUDP:
-		return engine.SendOptions{MessageNumber: lludp.StreamMessage}
-	case Wirefox:
-		return engine.SendOptions{Channel: wirefoxStreamChannel}
-	case Avara:
-		return engine.SendOptions{Params: engine.Params{Command: avara.StreamCommand}}
+// AvaraClientID returns the player id (1..7) of the client end of the
+// conn: on a dialed conn this end's id, given by the server's TOC; on a
+// conn of a MessageListener the peer's. It is 0 on other protocols and
+// before the login was accepted.
+func (c *MessageConn) AvaraClientID() int8 {
+	if c.a == nil {
+		return 0
 	}
-	return engine.SendOptions{}
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	s, ok := c.a.eng.(*avara.Session)
+	switch {
+	case !ok:
+		return 0
+	case c.roster != nil:
+		return s.PeerID()
+	}
+	return max(s.ID(), 0)
 }
 
-// isStreamFrame reports whether a delivered message carries a stream frame
-// (LLUDP may deliver other message numbers, Avara other commands, which a
-// stream ignores).
-func (c *Config) isStreamFrame(m engine.Message) bool {
-	switch c.Protocol {
-	case LLUDP:
-		return m.MessageNumber == lludp.StreamMessage
-	case Wirefox:
-		return m.Channel == wirefoxStreamChannel && len(m.Data) > 0 && m.Data[0] == WirefoxStreamCommand
-	case Avara:
-		return m.Params == engine.Params{Command: avara.StreamCommand}
-	}
-	return true
-}
-
-// streamPrefix is what precedes a stream's frame in its message: the
-// Wirefox command byte, nothing for the other protocols.
-func (c *Config) streamPrefix() []byte {
-	if c.Protocol == Wirefox {
-		return []byte{WirefoxStreamCommand}
-	}
-	return nil
-}
-
-// random64 draws 64 random bits from Config.Rand, or from crypto/rand
-// when it is nil or fails.
-func (c *Config) random64() uint64 {
-	var b [8]byte
-	if c.Rand == nil || func() error { _, err := io.ReadFull(c.Rand, b[:]); return err }() != nil {
-		_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read)
-	}
-	return binary.BigEndian.Uint64(b[:])
-}
-
-// randomCode draws a nonzero LLUDP circuit code from r (crypto/rand when
-// nil).
-func randomCode(r io.Reader) (uint32, error) {
-	if r == nil {
-		r = rand.Reader
-	}
-	var b [4]byte
-	for {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return 0, fmt.Errorf("rudp: circuit code: %w", err)
-		}
-		if v := binary.BigEndian.Uint32(b[:]); v != 0 {
-			return v, nil
-		}
-	}
-}
+// Errors of Wirefox's handshake, as a Wirefox server reports them.
+var (
+	// ErrNoFreeSlots: a Wirefox server refused the connection: it has no
+	// free connection slot (ERROR_OCCURRED NO_FREE_SLOTS).
+	ErrNoFreeSlots = wirefox.ErrNoFreeSlots
+	// ErrAlreadyConnected: a Wirefox server refused the connection: it is
+	// already connected to a peer with this end's PeerID.
+	ErrAlreadyConnected = wirefox.ErrAlreadyConnected
+	// ErrConnectRefused: a Wirefox server refused the connection for
+	// another reason (ERROR_OCCURRED with CONNECT_FAILED, a wrong
+	// password, a rate limit or a ban).
+	ErrConnectRefused = wirefox.ErrConnectRefused
+	// ErrIncorrectRemoteIdentity: a Wirefox server failed the identity
+	// check of Config.WirefoxServerKey: it does not hold the matching
+	// private key.
+	ErrIncorrectRemoteIdentity = wirefox.ErrIncorrectRemoteIdentity
+)

@@ -63,8 +63,8 @@ func TestIdleTimeout(t *testing.T) {
 			t.Fatal("the server never timed out")
 		}
 
-		// Datagrams sent within lludpAckDelay of the last receive are
-		// acks of it, not probes.
+		// Datagrams sent within lludpAckDelay (the streams' ack delay,
+		// internal/lludp) of the last receive are acks of it, not probes.
 		probes := vp.sentBetween(lastRx.Add(lludpAckDelay), lastRx.Add(idle), true)
 		require.GreaterOrEqual(t, len(probes), 2, "probes %v", probes)
 		require.LessOrEqual(t, probes[0], keepAlive+lludpAckDelay, "probes %v", probes)

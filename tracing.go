@@ -4,12 +4,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/airhook"
-	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/rudpkit/rudp/internal/engine"
-	"github.com/rudpkit/rudp/internal/lludp"
-	"github.com/rudpkit/rudp/internal/porous"
-	"github.com/rudpkit/rudp/internal/wirefox"
 	"github.com/rudpkit/rudp/trace"
 )
 
@@ -18,16 +13,6 @@ import (
 type connTrace struct {
 	t        *trace.ConnTracer
 	describe func([]byte) trace.Datagram
-}
-
-// describers decode each protocol's datagrams for the tracer, with the
-// engine's own codec.
-var describers = map[Protocol]func([]byte) trace.Datagram{
-	Airhook: airhook.Describe,
-	POROUS:  porous.Describe,
-	LLUDP:   lludp.Describe,
-	Wirefox: wirefox.Describe,
-	Avara:   avara.DescribeSession,
 }
 
 // newTracer asks Config.Tracer for the tracer of a conn between local and
@@ -40,7 +25,7 @@ func (c *Config) newTracer(local, remote net.Addr, stream, client bool) *connTra
 	if t == nil {
 		return nil
 	}
-	return &connTrace{t: t, describe: describers[c.Protocol]}
+	return &connTrace{t: t, describe: c.proto.Describe}
 }
 
 // tracer is what the engine reports to: nil without a tracer.

@@ -1,11 +1,19 @@
 package porous
 
+import "github.com/rudpkit/rudp/internal/engine"
+
 // Large frames: Data frames above MaxFrameSize, for peers known to take
 // them (Config.LargeFrames) over a path known to carry them. The
 // reference never sees one. Each carries up to 44 fragments, so a sender
 // pays its per-datagram costs (the datagram's system call share, its
 // acknowledgement, its congestion-control record) once for up to 44
 // fragments instead of once for each.
+
+var _ engine.LargeFramer = (*Session)(nil)
+
+// FrameSizes implements engine.LargeFramer: MaxFrameSize and
+// LargeFrameSize.
+func (s *Session) FrameSizes() (usual, large int) { return MaxFrameSize, LargeFrameSize }
 
 // SetMaxFrame lets new Data frames grow to n bytes, within
 // [MaxFrameSize, LargeFrameSize]. Call it only once the peer is known to
