@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // acceptQueue holds a listener's new peers: those still in their handshake
@@ -168,7 +169,7 @@ func (c *Config) refusal(stream bool) [][]byte {
 	bufs := c.proto.Refusal(c.opts)
 	if stream {
 		for i, b := range bufs {
-			bufs[i] = seal(b)
+			bufs[i] = socket.Seal(b)
 		}
 	}
 	return bufs
@@ -185,7 +186,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 		n := len(p)
 		ok := true
 		if stream {
-			p, ok = unseal(p)
+			p, ok = socket.Unseal(p)
 		}
 		if !ok || !cfg.proto.IsOpening(p, cfg.opts) {
 			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
@@ -242,5 +243,5 @@ func (ep *endpoint) sendUnsolicited(bufs [][]byte, in int, to net.Addr) {
 	}
 	s := sendPool.Get().(*sendBufs)
 	defer sendPool.Put(s)
-	ep.send(&s.scratch, bufs, to)
+	ep.sock.Send(&s.scratch, bufs, to)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // upper is the layer above an association's engine: a stream Conn or a
@@ -39,7 +40,7 @@ type upper interface {
 type assoc struct {
 	ep    *endpoint
 	raddr net.Addr
-	key   addrKey
+	key   socket.Key
 
 	mu      sync.Mutex
 	eng     engine.Engine
@@ -108,7 +109,7 @@ func (a *assoc) validated(now time.Time) {
 // association holds none.
 type sendBufs struct {
 	out     [][]byte
-	scratch sendScratch
+	scratch socket.Scratch
 }
 
 // maxSend is the largest datagram sent: Config.MTU is at most 1500 (a
@@ -116,11 +117,11 @@ type sendBufs struct {
 // (plus the seal on streams); large frames excepted (see largePool).
 const maxSend = 1500
 
-var sendPool = sync.Pool{New: func() any { return newSendBufs(sendBatch, maxSend) }}
+var sendPool = sync.Pool{New: func() any { return newSendBufs(socket.SendBatch, maxSend) }}
 
 // newSendBufs returns a batch of n buffers of size bytes each.
 func newSendBufs(n, size int) *sendBufs {
-	b := &sendBufs{out: make([][]byte, n), scratch: newSendScratch(n)}
+	b := &sendBufs{out: make([][]byte, n), scratch: socket.NewScratch(n)}
 	for i := range b.out {
 		b.out[i] = make([]byte, size)
 	}
@@ -131,7 +132,7 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *a
 	a := &assoc{
 		ep:    ep,
 		raddr: raddr,
-		key:   keyOf(raddr),
+		key:   socket.KeyOf(raddr),
 		eng:   eng,
 		tr:    tr,
 	}
@@ -179,7 +180,7 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	n := len(p)
 	if a.sealed {
-		q, ok := unseal(p)
+		q, ok := socket.Unseal(p)
 		if !ok {
 			a.badSeals++
 			a.plainAnswer(p)
@@ -295,7 +296,7 @@ func (a *assoc) settleLocked(now time.Time) {
 		}
 		buf := b.out[n][:cap(b.out[n])]
 		if a.sealed {
-			buf = buf[:len(buf)-sealLen]
+			buf = buf[:len(buf)-socket.SealLen]
 		}
 		k := a.eng.Poll(now, buf)
 		if k == 0 {
@@ -303,7 +304,7 @@ func (a *assoc) settleLocked(now time.Time) {
 		}
 		plain := k
 		if a.sealed {
-			k = len(seal(buf[:k]))
+			k = len(socket.Seal(buf[:k]))
 		}
 		if a.limited {
 			if a.sent+uint64(k) > amplification*a.received {
@@ -428,7 +429,7 @@ func (a *assoc) abandon(err error) {
 // transmitLocked sends b.out[:n] to the peer. It reports whether the
 // socket answered that the peer's port is unreachable (see endpoint.send).
 func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
-	failed, refused := a.ep.send(&b.scratch, b.out[:n], a.raddr)
+	failed, refused := a.ep.sock.Send(&b.scratch, b.out[:n], a.raddr)
 	a.sendErrors += failed
 	return refused
 }

@@ -96,14 +96,6 @@ func bound(t testing.TB, conns ...net.Conn) {
 	}
 }
 
-func TestKeyOf(t *testing.T) {
-	v4 := &net.UDPAddr{IP: net.ParseIP("127.0.0.1"), Port: 9}
-	v4short := &net.UDPAddr{IP: net.IP{127, 0, 0, 1}, Port: 9}
-	require.Equal(t, keyOf(v4), keyOf(v4short), "IPv4 and IPv4-mapped forms are one peer")
-	require.NotEqual(t, keyOf(v4), keyOf(&net.UDPAddr{IP: net.IP{127, 0, 0, 1}, Port: 10}))
-	require.Equal(t, addrKey{s: "pipe"}, keyOf(&net.UnixAddr{Name: "pipe", Net: "unixgram"}))
-}
-
 // rawPeer is a bare UDP socket that speaks a protocol's bytes by hand to a
 // rudp listener, for wire-level tests.
 type rawPeer struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // Large frames. Between two rudp stream peers on one host, the path is
@@ -23,7 +24,7 @@ import (
 // The first large frames probe the path: if one is lost before one has
 // been acknowledged (a relay on the loopback address forwarding to a
 // smaller MTU at a loopback's RTT, a receiver without UDP receive offload
-// whose read buffers are maxDatagram bytes), the engine gives large
+// whose read buffers are socket.MaxDatagram bytes), the engine gives large
 // frames up and resends what they carried in frames of the usual size,
 // without taking the loss for congestion (see porous.Session.SetMaxFrame).
 
@@ -32,7 +33,7 @@ import (
 const maxLarge = engine.MaxLargeDatagram
 
 // largeBatch is how many large datagrams an association sends per
-// sendmmsg: as many bytes as sendBatch datagrams of 16 KiB.
+// sendmmsg: as many bytes as socket.SendBatch datagrams of 16 KiB.
 const largeBatch = 4
 
 // largePool holds the send buffers of associations that send large
@@ -68,7 +69,7 @@ func largeFrame(lf engine.LargeFramer, raddr net.Addr, mtu int) int {
 		headers = 40 + 8
 	}
 	usual, large := lf.FrameSizes()
-	if n := min(large, mtu-headers-sealLen); n > usual {
+	if n := min(large, mtu-headers-socket.SealLen); n > usual {
 		return n
 	}
 	return 0

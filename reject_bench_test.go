@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // BenchmarkRejectUnknown: what a datagram from an unknown address that is
@@ -14,7 +16,7 @@ func BenchmarkRejectUnknown(b *testing.B) {
 	garbage := randomBytes(100, 2)
 	garbage[0] = 0xff // no protocol's opening
 	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 9}
-	m := &received{addr: from, key: keyOf(from)}
+	m := socket.ReceivedFrom(from)
 	for _, p := range Protocols() {
 		for _, kind := range []string{"stream", "message"} {
 			b.Run(p.String()+"/"+kind, func(b *testing.B) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // setup returns what the protocol's engine of one association is built
@@ -36,7 +37,7 @@ func (c *Config) setup(now time.Time, peer net.Addr, tr *connTrace, stream, acce
 		Listener:         c.roster,
 	}
 	if stream {
-		s.Overhead = sealLen // see seal
+		s.Overhead = socket.SealLen // see socket.Seal
 		s.Listener = nil
 	}
 	return s

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // lludpAckDelay is how long an LLUDP stream's ack waits for a datagram to
@@ -18,3 +20,16 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 	}
 	return netip.AddrPort{}
 }
+
+// Short names for the socket layer's seal and keys in this package's
+// tests.
+type addrKey = socket.Key
+
+const (
+	sealLen     = socket.SealLen
+	maxDatagram = socket.MaxDatagram
+)
+
+func seal(b []byte) []byte           { return socket.Seal(b) }
+func unseal(b []byte) ([]byte, bool) { return socket.Unseal(b) }
+func keyOf(a net.Addr) socket.Key    { return socket.KeyOf(a) }

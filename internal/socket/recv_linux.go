@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"encoding/binary"
@@ -20,7 +20,7 @@ import (
 type batchReader struct {
 	uc    *net.UDPConn
 	rc    syscall.RawConn
-	ms    []received
+	ms    []Received
 	hs    []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
@@ -35,7 +35,7 @@ type batchReader struct {
 	// answered port unreachable, and scratch to read the error queue.
 	errq    *errQueue    // nil without IP_RECVERR
 	sendErr *atomic.Bool // raised when a send took the socket's ICMP error (see endpoint.sendErr)
-	unreach []addrKey
+	unreach []Key
 }
 
 // mmsghdr is struct mmsghdr of recvmmsg(2).
@@ -49,10 +49,10 @@ type mmsghdr struct {
 // With sendErr, uc has IP_RECVERR on and the reader takes the ICMP
 // errors queued on it; sendErr is raised when a send took the error
 // report instead of a read.
-func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool) reader {
+func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool, largest int) Reader {
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
+		return &pcReader{pc: uc, ms: newReceived(1, largest+1)}
 	}
 	r := &batchReader{
 		uc:    uc,
@@ -80,7 +80,7 @@ func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool) reader {
 	return r
 }
 
-func (r *batchReader) read() ([]received, error) {
+func (r *batchReader) Read() ([]Received, error) {
 	for i := range r.hs {
 		h := &r.hs[i].hdr
 		h.Namelen = unix.SizeofSockaddrInet6
@@ -126,7 +126,7 @@ func (r *batchReader) recvmmsg(fd uintptr) bool {
 
 // unreachable returns the destinations that answered port unreachable
 // since the last call.
-func (r *batchReader) unreachable() []addrKey {
+func (r *batchReader) Unreachable() []Key {
 	u := r.unreach
 	r.unreach = r.unreach[:0]
 	return u
@@ -152,7 +152,7 @@ func mmsg(trap, fd uintptr, hs []mmsghdr) (n int, errno syscall.Errno, ready boo
 
 // sender decodes the address of datagram i into m, and reports whether it
 // is an IPv4 or IPv6 one.
-func (r *batchReader) sender(m *received, i int) bool {
+func (r *batchReader) sender(m *Received, i int) bool {
 	sa := &r.names[i]
 	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
 	var ip netip.Addr
@@ -168,7 +168,7 @@ func (r *batchReader) sender(m *received, i int) bool {
 		return false
 	}
 	m.from, m.addr = netip.AddrPortFrom(ip, port), nil
-	m.key = addrKey{ap: netip.AddrPortFrom(ip.Unmap(), port)}
+	m.key = Key{ap: netip.AddrPortFrom(ip.Unmap(), port)}
 	return true
 }
 

@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 )
 
 // mmsgConn sends batches of datagrams on a *net.UDPConn with one
-// sendmmsg(2) each, laying the messages out in the caller's sendScratch,
+// sendmmsg(2) each, laying the messages out in the caller's Scratch,
 // so that a send allocates nothing.
 //
 // Its system calls, like the batch reader's recvmmsg, go through
@@ -71,7 +71,7 @@ func (s *mmsgScratch) sendmmsg(fd uintptr) bool {
 // WriteBatch implements batchConn: it sends ms with one sendmmsg and
 // returns how many messages the kernel took; an error that ended the call
 // before the first one is returned with 0.
-func (c *mmsgConn) WriteBatch(ms []ipv4.Message, sc *sendScratch) (int, error) {
+func (c *mmsgConn) WriteBatch(ms []ipv4.Message, sc *Scratch) (int, error) {
 	if len(ms) == 0 {
 		return 0, nil
 	}

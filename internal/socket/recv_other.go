@@ -1,6 +1,6 @@
 //go:build !linux
 
-package rudp
+package socket
 
 import (
 	"net"
@@ -9,6 +9,6 @@ import (
 
 // newBatchReader is not reached on systems without batched reads: it reads
 // one datagram at a time.
-func newBatchReader(uc *net.UDPConn, _, _ int, _ *atomic.Bool) reader {
-	return &pcReader{pc: uc, ms: newReceived(1, maxLarge+1)}
+func newBatchReader(uc *net.UDPConn, _, _ int, _ *atomic.Bool, largest int) Reader {
+	return &pcReader{pc: uc, ms: newReceived(1, largest+1)}
 }

@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"encoding/binary"
@@ -65,7 +65,7 @@ func newErrQueue() *errQueue {
 // (ECONNREFUSED), at most maxUnreachable of them in all. Other errors
 // (host unreachable, a too-big datagram) are taken and dropped: the
 // engines recover from them as from loss.
-func (q *errQueue) read(fd uintptr, to []addrKey) []addrKey {
+func (q *errQueue) read(fd uintptr, to []Key) []Key {
 	for len(to) < maxUnreachable {
 		q.hdr.Namelen = unix.SizeofSockaddrInet6
 		q.hdr.SetControllen(len(q.oob))
@@ -86,7 +86,7 @@ func (q *errQueue) read(fd uintptr, to []addrKey) []addrKey {
 
 // unreachable reports the destination of the error just read if its
 // control message says port unreachable.
-func (q *errQueue) unreachable() (addrKey, bool) {
+func (q *errQueue) unreachable() (Key, bool) {
 	oob := q.oob[:min(int(q.hdr.Controllen), len(q.oob))]
 	refused := false
 	for len(oob) >= unix.SizeofCmsghdr {
@@ -106,7 +106,7 @@ func (q *errQueue) unreachable() (addrKey, bool) {
 		oob = oob[min(unix.CmsgSpace(n-unix.CmsgLen(0)), len(oob)):]
 	}
 	if !refused {
-		return addrKey{}, false
+		return Key{}, false
 	}
 	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&q.name.Port))[:])
 	var ip netip.Addr
@@ -116,7 +116,7 @@ func (q *errQueue) unreachable() (addrKey, bool) {
 	case unix.AF_INET6:
 		ip = netip.AddrFrom16(q.name.Addr).Unmap()
 	default:
-		return addrKey{}, false
+		return Key{}, false
 	}
-	return addrKey{ap: netip.AddrPortFrom(ip, port)}, true
+	return Key{ap: netip.AddrPortFrom(ip, port)}, true
 }

@@ -1,7 +1,6 @@
-package rudp
+package socket
 
 import (
-	"log/slog"
 	"net"
 	"syscall"
 	"testing"
@@ -38,7 +37,7 @@ func TestBatchWriterPeers(t *testing.T) {
 			}
 			w := newBatchConn(tx)
 			require.NotNil(t, w)
-			sc := newSendScratch(sendBatch)
+			sc := NewScratch(SendBatch)
 			ms := []ipv4.Message{
 				{Buffers: [][]byte{[]byte("to 0, first")}, Addr: rxs[0].LocalAddr()},
 				{Buffers: [][]byte{[]byte("to 1")}, Addr: rxs[1].LocalAddr()},
@@ -74,7 +73,7 @@ func TestBatchWriterAllocs(t *testing.T) {
 	tx, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer tx.Close()
-	w, sc := newBatchConn(tx), newSendScratch(sendBatch)
+	w, sc := newBatchConn(tx), NewScratch(SendBatch)
 	ms := []ipv4.Message{
 		{Buffers: [][]byte{[]byte("one")}, Addr: rx.LocalAddr()},
 		{Buffers: [][]byte{[]byte("two"), []byte("three")}, Addr: rx.LocalAddr()},
@@ -95,7 +94,7 @@ func TestBatchWriterWrongFamily(t *testing.T) {
 	tx, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer tx.Close()
-	sc := newSendScratch(sendBatch)
+	sc := NewScratch(SendBatch)
 	n, err := newBatchConn(tx).WriteBatch([]ipv4.Message{
 		{Buffers: [][]byte{[]byte("x")}, Addr: &net.UDPAddr{IP: net.IPv6loopback, Port: 9}},
 	}, &sc)
@@ -108,15 +107,15 @@ func TestBatchWriterWrongFamily(t *testing.T) {
 // message, since one carries at most 65507 bytes, and each arrives whole,
 // in order, with none counted as failed.
 func TestGSOLongRun(t *testing.T) {
-	rx := udpSocket(t, nil, 0)
+	rx := udpSocket(t)
 	defer rx.Close()
-	tx := udpSocket(t, nil, 0)
+	tx := udpSocket(t)
 	defer tx.Close()
 	require.NoError(t, rx.(*net.UDPConn).SetReadBuffer(1<<20))
-	ep := newEndpoint(tx, false, slog.New(slog.DiscardHandler))
-	sc := newSendScratch(64)
+	ep := New(tx, false)
+	sc := NewScratch(64)
 	bufs := datagrams(50, 1472)
-	failed, refused := ep.send(&sc, bufs, rx.LocalAddr())
+	failed, refused := ep.Send(&sc, bufs, rx.LocalAddr())
 	require.Zero(t, failed)
 	require.False(t, refused)
 	requireReceived(t, rx, bufs)

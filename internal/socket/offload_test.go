@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"net"
@@ -20,7 +20,7 @@ func TestGSOGrouping(t *testing.T) {
 		return bufs
 	}
 	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
-	sc := newSendScratch(8)
+	sc := NewScratch(8)
 	runs := func(ms []ipv4.Message) []int {
 		var r []int
 		for _, m := range ms {

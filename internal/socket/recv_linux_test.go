@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"net"
@@ -27,16 +27,16 @@ func TestBatchReaderSenders(t *testing.T) {
 				_, err := tx.WriteTo([]byte{byte(i), 1, 2}, rx.LocalAddr())
 				require.NoError(t, err)
 			}
-			r := newBatchReader(rx.(*net.UDPConn), readBatch, maxDatagram+1, nil)
+			r := newBatchReader(rx.(*net.UDPConn), readBatch, MaxDatagram+1, nil, MaxDatagram)
 			require.NoError(t, rx.SetReadDeadline(time.Now().Add(ioBound)))
 			for got := 0; got < 3; {
-				ms, err := r.read()
+				ms, err := r.Read()
 				require.NoError(t, err)
 				for i := range ms {
 					m := &ms[i]
-					require.Equal(t, []byte{byte(got), 1, 2}, m.buf[:m.n])
-					require.Equal(t, keyOf(tx.LocalAddr()), m.key)
-					require.Equal(t, tx.LocalAddr().String(), m.sender().String())
+					require.Equal(t, []byte{byte(got), 1, 2}, m.Data())
+					require.Equal(t, KeyOf(tx.LocalAddr()), m.Key())
+					require.Equal(t, tx.LocalAddr().String(), m.Sender().String())
 					got++
 				}
 			}

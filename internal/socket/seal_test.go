@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"testing"
@@ -10,19 +10,19 @@ import (
 // a cut, or a datagram shorter than a seal does not.
 func TestSeal(t *testing.T) {
 	p := []byte("a datagram of some engine")
-	b := seal(append([]byte{}, p...))
-	require.Len(t, b, len(p)+sealLen)
-	got, ok := unseal(b)
+	b := Seal(append([]byte{}, p...))
+	require.Len(t, b, len(p)+SealLen)
+	got, ok := Unseal(b)
 	require.True(t, ok)
 	require.Equal(t, p, got)
 	for i := range len(b) * 8 {
 		c := append([]byte{}, b...)
 		c[i/8] ^= 1 << (i % 8)
-		_, ok := unseal(c)
+		_, ok := Unseal(c)
 		require.False(t, ok, "bit %d", i)
 	}
 	for n := range len(b) {
-		_, ok := unseal(b[:n])
+		_, ok := Unseal(b[:n])
 		require.False(t, ok, "cut to %d", n)
 	}
 }

@@ -1,4 +1,4 @@
-package rudp
+package socket
 
 import (
 	"encoding/binary"
@@ -15,19 +15,20 @@ import (
 // defence against an attacker, who can compute it: crypto/tls over the
 // stream is. Message conns speak the protocols' own formats and carry
 // none.
-const sealLen = 4
+// SealLen is the length of the seal, in bytes.
+const SealLen = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// seal appends the seal of b to b; b must have room for it.
-func seal(b []byte) []byte {
+// Seal appends the seal of b to b; b must have room for it.
+func Seal(b []byte) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// unseal returns b without its seal, and false if the seal does not
+// Unseal returns b without its seal, and false if the seal does not
 // match.
-func unseal(b []byte) ([]byte, bool) {
-	n := len(b) - sealLen
+func Unseal(b []byte) ([]byte, bool) {
+	n := len(b) - SealLen
 	if n < 0 || binary.BigEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], castagnoli) {
 		return nil, false
 	}

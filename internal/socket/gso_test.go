@@ -1,8 +1,7 @@
-package rudp
+package socket
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
 	"syscall"
 	"testing"
@@ -22,7 +21,7 @@ type noSegmentation struct {
 	segmented int // messages refused
 }
 
-func (f *noSegmentation) WriteBatch(ms []ipv4.Message, _ *sendScratch) (int, error) {
+func (f *noSegmentation) WriteBatch(ms []ipv4.Message, _ *Scratch) (int, error) {
 	for i, m := range ms {
 		if len(m.Buffers) > 1 {
 			f.segmented++
@@ -35,18 +34,30 @@ func (f *noSegmentation) WriteBatch(ms []ipv4.Message, _ *sendScratch) (int, err
 	return len(ms), nil
 }
 
-// gsoEndpoint returns an endpoint that sends through f with GSO on, and a
+// gsoEndpoint returns a Socket that sends through f with GSO on, and a
 // socket to receive what it sends.
-func gsoEndpoint(t *testing.T, err error) (*endpoint, *noSegmentation, net.PacketConn) {
-	rx := udpSocket(t, nil, 0)
+func gsoEndpoint(t *testing.T, err error) (*Socket, *noSegmentation, net.PacketConn) {
+	rx := udpSocket(t)
 	t.Cleanup(func() { rx.Close() })
-	tx := udpSocket(t, nil, 0)
-	ep := newEndpoint(tx, false, slog.New(slog.DiscardHandler))
+	tx := udpSocket(t)
+	s := New(tx, false)
 	t.Cleanup(func() { tx.Close() })
 	f := &noSegmentation{pc: tx, err: err}
-	ep.batch = f
-	ep.gso.Store(true)
-	return ep, f, rx
+	s.batch = f
+	s.gso.Store(true)
+	return s, f, rx
+}
+
+// ioBound bounds every read of a test, so that a regression fails in
+// seconds instead of hanging.
+const ioBound = 30 * time.Second
+
+// udpSocket returns a UDP socket on 127.0.0.1.
+func udpSocket(t testing.TB) net.PacketConn {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return pc
 }
 
 // datagrams returns n datagrams of size bytes, numbered in their first
@@ -75,13 +86,13 @@ func requireReceived(t *testing.T, rx net.PacketConn, want [][]byte) {
 	}
 }
 
-// sendWithin is ep.send, failing the test if it has not returned within
+// sendWithin is Socket.Send, failing the test if it has not returned within
 // 10 s (a send that retries forever).
-func sendWithin(t *testing.T, ep *endpoint, sc *sendScratch, bufs [][]byte, to net.Addr) uint64 {
+func sendWithin(t *testing.T, ep *Socket, sc *Scratch, bufs [][]byte, to net.Addr) uint64 {
 	t.Helper()
 	failed := make(chan uint64, 1)
 	go func() {
-		n, _ := ep.send(sc, bufs, to)
+		n, _ := ep.Send(sc, bufs, to)
 		failed <- n
 	}()
 	select {
@@ -100,7 +111,7 @@ func TestGSOFallback(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EIO, syscall.EINVAL} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			ep, f, rx := gsoEndpoint(t, errno)
-			sc := newSendScratch(sendBatch)
+			sc := NewScratch(SendBatch)
 			bufs := datagrams(5, 1200)
 			require.Zero(t, sendWithin(t, ep, &sc, bufs, rx.LocalAddr()))
 			require.Equal(t, 1, f.segmented, "GSO was tried")
@@ -120,7 +131,7 @@ func TestGSOFallback(t *testing.T) {
 // engine to resend, and GSO stays on.
 func TestGSOOtherErrors(t *testing.T) {
 	ep, f, rx := gsoEndpoint(t, syscall.ENOBUFS)
-	sc := newSendScratch(sendBatch)
+	sc := NewScratch(SendBatch)
 	bufs := append([][]byte{[]byte("alone")}, datagrams(5, 1200)...)
 	require.Equal(t, uint64(6), sendWithin(t, ep, &sc, bufs, rx.LocalAddr()))
 	require.Equal(t, 1, f.segmented)

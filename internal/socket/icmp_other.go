@@ -1,6 +1,6 @@
 //go:build !linux
 
-package rudp
+package socket
 
 import "net"
 
