@@ -2,6 +2,13 @@
 // root package, and the pieces every engine shares: the RFC 6298 RTT
 // estimator and serial-number arithmetic.
 //
+// It owns the two halves of that contract: Engine, one end of one
+// association, and Protocol, the descriptor by which each engine package
+// tells the root everything else about its wire protocol (how an opening
+// looks, how to build an engine from a Setup, how a stream rides on its
+// messages), so that the root keeps one table of protocols and no code of
+// its own per protocol (docs/architecture.md).
+//
 // An Engine is one end of one association, written sans-I/O: it owns no
 // socket, starts no goroutine, never reads the clock and keeps no global
 // state. Time comes in as an argument to every call that needs it and
