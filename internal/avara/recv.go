@@ -128,7 +128,7 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 	var newest *outMsg
 	resent := false
 	ack := func(m *outMsg) {
-		s.acked(now, m)
+		s.acked(now, m, d.Ack)
 		resent = resent || m.sendCount > 1
 		if newest == nil || int16(m.serial-newest.serial) > 0 {
 			newest = m
@@ -176,8 +176,9 @@ func (s *Session) applyAcks(now time.Time, d *Datagram) time.Duration {
 	return sample
 }
 
-// acked marks m acknowledged and feeds the reference's estimator.
-func (s *Session) acked(now time.Time, m *outMsg) {
+// acked marks m acknowledged, by a datagram whose ack field is maxValid,
+// and feeds the reference's estimator.
+func (s *Session) acked(now time.Time, m *outMsg, maxValid uint16) {
 	m.acked = true
 	s.lastAcked = now
 	s.probeAcked(now, m)
@@ -191,9 +192,12 @@ func (s *Session) acked(now time.Time, m *outMsg) {
 		m.dg.refs--
 		m.dg = nil
 	}
-	// The reference samples every message, resent or not (§3.4).
-	hi := max(s.peerAck+2, m.serial+2) - 2
-	s.est.sample(now.Sub(m.firstSent), m.params.Command, m.params.P3, hi <= earlySerials)
+	// The reference samples every message, resent or not (§3.4), and
+	// takes it as early from the datagram's ack field, before the AckMap
+	// (maxValid in avaraline/Avara aaa5e63, src/net/CUDPConnection.cpp,
+	// CUDPConnection::ValidatePackets); +2 keeps NothingReceived (−2)
+	// below serial 0.
+	s.est.sample(now.Sub(m.firstSent), m.params.Command, m.params.P3, maxValid+2 <= earlySerials+2)
 	if !m.transport {
 		s.pending--
 		s.pendBytes -= len(m.data)

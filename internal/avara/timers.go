@@ -40,8 +40,13 @@ func newEstimator() estimator {
 
 // sample feeds the round trip d of a message with command cmd and p3,
 // acknowledged while the highest serial acknowledged was early or not.
+//
+// The reference counts in whole milliseconds (its ClockTick): the round
+// trip, a ping's round trip × 0.82 and the retransmit time, mean +
+// 2.5 × deviation, are each cut to an integer (avaraline/Avara aaa5e63,
+// src/net/CUDPConnection.cpp, CUDPConnection::ValidatePacket).
 func (e *estimator) sample(d time.Duration, cmd int8, p3 int32, early bool) {
-	ms := float64(d) / float64(time.Millisecond)
+	ms := float64(d / time.Millisecond)
 	if early {
 		if ms < e.mean {
 			e.mean, e.vari = ms, min(ms*ms, initialVar)
@@ -54,7 +59,7 @@ func (e *estimator) sample(d time.Duration, cmd int8, p3 int32, early bool) {
 		weight = fpsScale
 	case cmd == CommandPing && p3 > 0:
 		weight = 25.6
-		ms *= 0.82
+		ms = math.Trunc(ms * 0.82)
 		if diff := ms - e.mean; diff > 64 {
 			weight /= max(4, diff*diff/max(e.vari, 1))
 		}
@@ -65,7 +70,7 @@ func (e *estimator) sample(d time.Duration, cmd int8, p3 int32, early bool) {
 	diff := ms - e.mean
 	e.mean += alpha * diff
 	e.vari = (1 - alpha) * (e.vari + alpha*diff*diff)
-	rt := time.Duration((e.mean + 2.5*math.Sqrt(e.vari)) * float64(time.Millisecond))
+	rt := time.Duration(e.mean+math.Trunc(2.5*math.Sqrt(e.vari))) * time.Millisecond
 	e.retransmit = max(minRetransmit, min(rt, maxRetransmit))
 }
 
