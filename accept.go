@@ -19,7 +19,7 @@ import (
 // never answer cannot lock out a peer that does: its handshake only needs
 // to finish before backlog more openings arrive.
 type acceptQueue[T comparable] struct {
-	ep      *endpoint
+	ep      *socket.Endpoint
 	backlog int
 
 	mu      sync.Mutex
@@ -33,7 +33,7 @@ type acceptQueue[T comparable] struct {
 	evicted uint64        // half-open peers evicted for a newer opening
 }
 
-func newAcceptQueue[T comparable](ep *endpoint, backlog int) *acceptQueue[T] {
+func newAcceptQueue[T comparable](ep *socket.Endpoint, backlog int) *acceptQueue[T] {
 	return &acceptQueue[T]{ep: ep, backlog: backlog, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -128,11 +128,11 @@ func (q *acceptQueue[T]) accept() (T, error) {
 				continue
 			case <-q.done:
 				continue // a peer ready before the close still counts
-			case <-q.ep.done:
+			case <-q.ep.Done():
 			}
 		}
 		var zero T
-		return zero, &net.OpError{Op: "accept", Net: "rudp", Addr: q.ep.pc.LocalAddr(), Err: errClosed}
+		return zero, &net.OpError{Op: "accept", Net: "rudp", Addr: q.ep.PacketConn().LocalAddr(), Err: errClosed}
 	}
 }
 
@@ -191,7 +191,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 		if !ok || !cfg.proto.IsOpening(p, cfg.opts) {
 			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
 				"peer", from, "protocol", cfg.Protocol, "size", n)
-			q.ep.unknownDrops.Add(1)
+			q.ep.DropUnknown()
 			return
 		}
 		victim, evict, ok := q.admit()
@@ -203,7 +203,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			cfg.Logger.Debug("rudp: backlog full of peers waiting for Accept, datagram dropped", "peer", from)
 			return
 		}
-		tr := cfg.newTracer(q.ep.pc.LocalAddr(), from, stream, false)
+		tr := cfg.newTracer(q.ep.PacketConn().LocalAddr(), from, stream, false)
 		eng, err := cfg.newEngine(now, from, tr, stream, true)
 		if err == nil {
 			err = eng.HandleDatagram(now, p)
@@ -216,9 +216,9 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 			tr.closed(now, err)
 			cfg.Logger.Debug("rudp: handshake refused", "peer", from, "err", err)
 			q.release()
-			q.ep.unknownDrops.Add(1)
+			q.ep.DropUnknown()
 			if errors.Is(err, engine.ErrIncompatible) {
-				q.ep.sendUnsolicited(cfg.refusal(stream), n, from)
+				sendUnsolicited(q.ep, cfg.refusal(stream), n, from)
 			}
 			return
 		}
@@ -233,7 +233,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 // sendUnsolicited sends bufs to to, an address without an association, in
 // answer to one datagram of in bytes. The address is not validated, so
 // nothing goes out if bufs hold more than amplification times in.
-func (ep *endpoint) sendUnsolicited(bufs [][]byte, in int, to net.Addr) {
+func sendUnsolicited(ep *socket.Endpoint, bufs [][]byte, in int, to net.Addr) {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
@@ -243,5 +243,5 @@ func (ep *endpoint) sendUnsolicited(bufs [][]byte, in int, to net.Addr) {
 	}
 	s := sendPool.Get().(*sendBufs)
 	defer sendPool.Put(s)
-	ep.sock.Send(&s.scratch, bufs, to)
+	ep.Socket().Send(&s.scratch, bufs, to)
 }

@@ -38,7 +38,7 @@ type upper interface {
 // endpoint, with its timer. mu serialises every engine call; the engine's
 // datagrams are sent while mu is held, so they leave in order.
 type assoc struct {
-	ep    *endpoint
+	ep    *socket.Endpoint
 	raddr net.Addr
 	key   socket.Key
 
@@ -128,7 +128,7 @@ func newSendBufs(n, size int) *sendBufs {
 	return b
 }
 
-func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *assoc {
+func newAssoc(ep *socket.Endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *assoc {
 	a := &assoc{
 		ep:    ep,
 		raddr: raddr,
@@ -144,7 +144,7 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *a
 	return a
 }
 
-// input feeds the datagrams of data, seg bytes each (the last one may be
+// Input implements socket.Peer: it feeds the datagrams of data, seg bytes each (the last one may be
 // shorter), to the engine under one lock; flush then brings everything up
 // to date, once per batch of datagrams. It stops after a datagram from a
 // restarted peer, which ends this association, and after one that finds
@@ -152,7 +152,7 @@ func newAssoc(ep *endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *a
 // engine took at least one datagram; restarted, that the last one
 // consumed comes from a restarted peer, so the caller may treat it as a
 // new peer's.
-func (a *assoc) input(now time.Time, data []byte, seg int) (n int, took, restarted bool) {
+func (a *assoc) Input(now time.Time, data []byte, seg int) (n int, took, restarted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for n < len(data) {
@@ -229,7 +229,7 @@ func (a *assoc) setRecvOpen(open bool) {
 	a.recvShut = !open
 	a.eng.SetRecvOpen(open)
 	if !open && !a.discarding {
-		a.ep.log.Debug("rudp: receive queue full: refusing the peer's new messages unacknowledged until they are read",
+		a.ep.Log().Debug("rudp: receive queue full: refusing the peer's new messages unacknowledged until they are read",
 			"peer", a.raddr, "refused_so_far", a.eng.Stats().Refused)
 	}
 }
@@ -256,8 +256,8 @@ func (a *assoc) deliverLocked(now time.Time) {
 	}
 }
 
-// flush settles the association after input.
-func (a *assoc) flush(now time.Time) {
+// Flush implements socket.Peer: it settles the association after Input.
+func (a *assoc) Flush(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.over {
@@ -413,10 +413,10 @@ func (a *assoc) endLocked(err error) {
 	if a.tr != nil {
 		a.tr.closed(time.Now(), err)
 	}
-	a.ep.log.Debug("rudp: association ended", "peer", a.raddr, "err", err, "stats", a.eng.Stats())
+	a.ep.Log().Debug("rudp: association ended", "peer", a.raddr, "err", err, "stats", a.eng.Stats())
 	a.up.ended(err)
 	a.notifyLocked()
-	a.ep.remove(a) // lock order: a.mu, then ep.mu
+	a.ep.Remove(a) // lock order: a.mu, then the endpoint's
 }
 
 // abandon ends the association at once, without the engine's close.
@@ -427,16 +427,16 @@ func (a *assoc) abandon(err error) {
 }
 
 // transmitLocked sends b.out[:n] to the peer. It reports whether the
-// socket answered that the peer's port is unreachable (see endpoint.send).
+// socket answered that the peer's port is unreachable (see socket.Socket.Send).
 func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
-	failed, refused := a.ep.sock.Send(&b.scratch, b.out[:n], a.raddr)
+	failed, refused := a.ep.Socket().Send(&b.scratch, b.out[:n], a.raddr)
 	a.sendErrors += failed
 	return refused
 }
 
-// refused records, at now, an ICMP port unreachable from the peer's port,
-// as reported by the socket's read (see endpoint.refused).
-func (a *assoc) refused(now time.Time) {
+// Refused implements socket.Peer: it records, at now, an ICMP port unreachable from the peer's port,
+// as reported by the socket's read (see socket.Endpoint).
+func (a *assoc) Refused(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	over := a.refusedLocked(now)
@@ -506,7 +506,7 @@ func (r *refusals) reset() { r.n = 0 }
 // start registers the association with its endpoint and sends its first
 // datagrams. It returns false if the endpoint has stopped.
 func (a *assoc) start(now time.Time) bool {
-	if !a.ep.add(a) {
+	if !a.ep.Add(a) {
 		return false
 	}
 	a.mu.Lock()
@@ -514,3 +514,14 @@ func (a *assoc) start(now time.Time) bool {
 	a.mu.Unlock()
 	return true
 }
+
+// Key implements socket.Peer.
+func (a *assoc) Key() socket.Key { return a.key }
+
+// TakesLarge implements socket.Peer.
+func (a *assoc) TakesLarge() bool { return a.takesLarge }
+
+// Stopped implements socket.Peer: the socket failed or was closed.
+func (a *assoc) Stopped() { a.abandon(errClosed) }
+
+var _ socket.Peer = (*assoc)(nil)

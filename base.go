@@ -266,7 +266,7 @@ func (b *connBase) LocalAddr() net.Addr {
 	if b.a == nil {
 		return nil
 	}
-	return b.a.ep.pc.LocalAddr()
+	return b.a.ep.PacketConn().LocalAddr()
 }
 
 // RemoteAddr returns the peer's address.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 	"github.com/rudpkit/rudp/internal/stream"
 )
 
@@ -77,7 +78,7 @@ func newConn(cfg *Config, raddr net.Addr, q *acceptQueue[*Conn]) *Conn {
 }
 
 // attach binds the conn to eng on ep. The caller then calls begin.
-func (c *Conn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
+func (c *Conn) attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace) {
 	caps := eng.Capabilities()
 	c.maxFrame = caps.MaxMessage
 	c.maxQueued = caps.MaxQueued
@@ -239,12 +240,12 @@ func (c *Conn) deliver(now time.Time, m engine.Message) {
 // in order is copied once, into the stream.
 func (c *Conn) take(now time.Time, m engine.Message) {
 	if !c.cfg.proto.Stream.Carries(m) {
-		c.a.ep.log.Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
+		c.a.ep.Log().Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
 	}
 	c.active = now
 	if err := c.st.HandleFrame(m.Data[len(c.cfg.proto.Stream.Prefix):]); err != nil {
-		c.a.ep.log.Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
+		c.a.ep.Log().Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
 }
 

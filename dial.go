@@ -2,8 +2,11 @@ package rudp
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // Dial connects to the rudp listener at address over UDP with the default
@@ -101,6 +104,12 @@ func dialSocket(ctx context.Context, config *Config, local net.Addr, network, ad
 	return cfg, pc, raddr, nil
 }
 
+// newEndpoint wraps pc in the socket layer's endpoint (see
+// socket.NewEndpoint): datagrams up to maxLarge are taken.
+func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *socket.Endpoint {
+	return socket.NewEndpoint(pc, connected, maxLarge, log)
+}
+
 // isConnected reports whether pc is a UDP socket connected to its peer,
 // which reports the peer's ICMP errors and takes no address on send.
 func isConnected(pc net.PacketConn) bool {
@@ -113,7 +122,7 @@ func isConnected(pc net.PacketConn) bool {
 // PacketConn was closed), the conn ends at once with net.ErrClosed rather
 // than waiting for a handshake that cannot run.
 func runClient(b *connBase) {
-	b.a.ep.serve()
+	b.a.ep.Serve()
 	if !b.begin(time.Now()) {
 		a := b.a
 		a.mu.Lock()
@@ -122,7 +131,7 @@ func runClient(b *connBase) {
 		a.notifyLocked()
 		a.mu.Unlock()
 	}
-	b.a.ep.release()
+	b.a.ep.Release()
 }
 
 // Client returns a rudp stream conn to raddr over pc, like tls.Client: the

@@ -822,7 +822,7 @@ func TestListenerCloseDropsHalfOpen(t *testing.T) {
 			}
 		}
 		select {
-		case <-ln.listener.ep.done: // the socket was closed: the reader stopped
+		case <-ln.listener.ep.Done(): // the socket was closed: the reader stopped
 		case <-time.After(hangGuard):
 			t.Fatalf("%v: the listener's socket outlived it", p)
 		}

@@ -18,7 +18,7 @@ func TestInputJoined(t *testing.T) {
 	const seg = 100
 	joined := bytes.Repeat([]byte{0xff}, 3*seg-10) // the last one shorter
 
-	n, took, restarted := c.a.input(time.Now(), joined, seg)
+	n, took, restarted := c.a.Input(time.Now(), joined, seg)
 	require.Equal(t, len(joined), n)
 	require.False(t, took)
 	require.False(t, restarted)
@@ -27,7 +27,7 @@ func TestInputJoined(t *testing.T) {
 	c.a.mu.Unlock()
 
 	c.a.abandon(ErrReset)
-	n, took, restarted = c.a.input(time.Now(), joined, seg)
+	n, took, restarted = c.a.Input(time.Now(), joined, seg)
 	require.Equal(t, seg, n)
 	require.False(t, took)
 	require.False(t, restarted)

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // acceptable is a conn kind a listener accepts.
@@ -12,13 +13,13 @@ type acceptable interface {
 	comparable
 	net.Conn
 	base() *connBase
-	attach(ep *endpoint, eng engine.Engine, tr *connTrace)
+	attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace)
 }
 
 // listener is what Listener and MessageListener share: one endpoint whose
 // new peers become conns of kind T.
 type listener[T acceptable] struct {
-	ep     *endpoint
+	ep     *socket.Endpoint
 	q      *acceptQueue[T]
 	cfgErr error
 }
@@ -113,7 +114,7 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
 	cfg, err := config.resolved()
 	if err != nil {
-		return listener[T]{ep: &endpoint{pc: pc}, cfgErr: err}
+		return listener[T]{ep: newEndpoint(pc, false, nil), cfgErr: err}
 	}
 	return newListener(pc, cfg, stream, mk)
 }
@@ -127,13 +128,13 @@ func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	}
 	ep := newEndpoint(pc, false, cfg.Logger)
 	q := newAcceptQueue[T](ep, cfg.Backlog)
-	ep.newPeer = newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
+	ep.SetNewPeer(newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
 		c := mk(cfg, from, q)
 		c.attach(ep, eng, tr)
 		c.base().a.limit(in)
 		return c
-	})
-	ep.serve()
+	}))
+	ep.Serve()
 	return listener[T]{ep: ep, q: q}
 }
 
@@ -148,20 +149,20 @@ func (l *listener[T]) accept() (T, error) {
 // Close implements Listener.Close and MessageListener.Close.
 func (l *listener[T]) Close() error {
 	if l.cfgErr != nil {
-		return l.ep.pc.Close()
+		return l.ep.PacketConn().Close()
 	}
 	unaccepted, halfOpen, ok := l.q.close()
 	if !ok {
 		return &net.OpError{Op: "close", Net: "rudp", Addr: l.Addr(), Err: errClosed}
 	}
-	l.ep.stopAccepting()
+	l.ep.SetNewPeer(nil)
 	for _, c := range unaccepted {
 		c.base().expire(resetRefused, ErrReset, func() bool { return true })
 	}
 	for _, c := range halfOpen {
 		c.base().evict() // could never be accepted now; silently, as it may be spoofed
 	}
-	l.ep.release()
+	l.ep.Release()
 	return nil
 }
 
@@ -171,16 +172,17 @@ func (l *listener[T]) Stats() ListenerStats {
 		return ListenerStats{}
 	}
 	backlog, evicted := l.q.counts()
+	unknown, oversize := l.ep.Counts()
 	return ListenerStats{
 		BacklogDrops: backlog,
 		Evicted:      evicted,
-		UnknownDrops: l.ep.unknownDrops.Load(),
-		Oversize:     l.ep.oversize.Load(),
+		UnknownDrops: unknown,
+		Oversize:     oversize,
 	}
 }
 
 // Addr implements Listener.Addr and MessageListener.Addr.
-func (l *listener[T]) Addr() net.Addr { return l.ep.pc.LocalAddr() }
+func (l *listener[T]) Addr() net.Addr { return l.ep.PacketConn().LocalAddr() }
 
 // streamNetwork maps the TCP network names to the UDP ones, for streams:
 // a rudp stream stands in for a TCP connection. Message conns, which are

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // Delivery is how a message is delivered. Which modes exist depends on the
@@ -149,7 +150,7 @@ func newMessageConn(cfg *Config, raddr net.Addr, q *acceptQueue[*MessageConn]) *
 	return c
 }
 
-func (c *MessageConn) attach(ep *endpoint, eng engine.Engine, tr *connTrace) {
+func (c *MessageConn) attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace) {
 	caps := eng.Capabilities()
 	c.maxQueued = caps.MaxQueued
 	c.maxMsg = caps.MaxMessage
@@ -373,7 +374,7 @@ func (c *MessageConn) pump(now time.Time) {
 	if c.accepted != nil && c.cfg.AcceptCircuit != nil {
 		if circ, ok := circuitOf(c.a.eng); ok && !c.cfg.AcceptCircuit(circ) {
 			c.refused = true
-			c.a.ep.log.Debug("rudp: circuit refused by Config.AcceptCircuit", "peer", c.raddr, "code", circ.Code)
+			c.a.ep.Log().Debug("rudp: circuit refused by Config.AcceptCircuit", "peer", c.raddr, "code", circ.Code)
 			c.beginClose(now)
 			return
 		}

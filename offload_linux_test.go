@@ -18,8 +18,8 @@ func TestOffloadOnLoopback(t *testing.T) {
 	gso, gro := sock.GSO(), sock.GRO()
 	t.Logf("GSO %v, GRO %v", gso, gro)
 	c, s, _ := streamPair(t, nil, links[0])
-	require.Equal(t, gso, c.a.ep.sock.GSO())
-	require.Equal(t, gro, s.a.ep.sock.GRO())
+	require.Equal(t, gso, c.a.ep.Socket().GSO())
+	require.Equal(t, gro, s.a.ep.Socket().GRO())
 	data := randomBytes(1<<20, 12)
 	go func() {
 		_, _ = c.Write(data)

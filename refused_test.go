@@ -51,7 +51,7 @@ func TestRefusalsRule(t *testing.T) {
 func TestRefusalsEndAssociation(t *testing.T) {
 	cfg := &Config{IdleTimeout: time.Minute}
 	c, _, ln := streamPair(t, cfg, links[0])
-	require.NoError(t, ln.listener.ep.pc.Close()) // nothing comes from the peer any more
+	require.NoError(t, ln.listener.ep.PacketConn().Close()) // nothing comes from the peer any more
 	rto := c.Stats().RTO
 	require.Positive(t, rto)
 	t0 := time.Now()
@@ -62,14 +62,14 @@ func TestRefusalsEndAssociation(t *testing.T) {
 	}
 
 	for i := range 5 {
-		c.a.refused(t0.Add(time.Duration(i) * rto / 10))
+		c.a.Refused(t0.Add(time.Duration(i) * rto / 10))
 	}
 	require.False(t, over(), "all within less than an RTO")
-	c.a.input(t0.Add(rto/2), []byte{0xff}, 1) // a datagram from the peer (rejected, but heard)
-	c.a.refused(t0.Add(rto))
-	c.a.refused(t0.Add(3 * rto))
+	c.a.Input(t0.Add(rto/2), []byte{0xff}, 1) // a datagram from the peer (rejected, but heard)
+	c.a.Refused(t0.Add(rto))
+	c.a.Refused(t0.Add(3 * rto))
 	require.False(t, over(), "two reports since the peer was heard")
-	c.a.refused(t0.Add(3 * rto))
+	c.a.Refused(t0.Add(3 * rto))
 	require.True(t, over())
 
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
@@ -110,7 +110,7 @@ func testVanished(t *testing.T, p Protocol, stream, listenerSees bool) {
 		c = nc
 		s, err = ln.Accept()
 		require.NoError(t, err)
-		lnPC, cPC = ln.listener.ep.pc, nc.(*Conn).a.ep.pc
+		lnPC, cPC = ln.listener.ep.PacketConn(), nc.(*Conn).a.ep.PacketConn()
 	} else {
 		ln, err := ListenMessages("udp", "127.0.0.1:0", cfg)
 		require.NoError(t, err)
@@ -121,7 +121,7 @@ func testVanished(t *testing.T, p Protocol, stream, listenerSees bool) {
 		ms, err := ln.AcceptMessages()
 		require.NoError(t, err)
 		s = ms
-		lnPC, cPC = ln.listener.ep.pc, mc.a.ep.pc
+		lnPC, cPC = ln.listener.ep.PacketConn(), mc.a.ep.PacketConn()
 	}
 	defer c.Close()
 	defer s.Close()

@@ -21,7 +21,7 @@ func BenchmarkRejectUnknown(b *testing.B) {
 		for _, kind := range []string{"stream", "message"} {
 			b.Run(p.String()+"/"+kind, func(b *testing.B) {
 				pc := udpSocket(b, nil, 0)
-				var ep *endpoint
+				var ep *socket.Endpoint
 				if kind == "stream" {
 					ln := Server(pc, &Config{Protocol: p})
 					defer ln.Close()
@@ -32,13 +32,13 @@ func BenchmarkRejectUnknown(b *testing.B) {
 					ep = ln.listener.ep
 				}
 				now := time.Now()
-				before := ep.unknownDrops.Load()
+				before, _ := ep.Counts()
 				b.ReportAllocs()
 				for b.Loop() {
-					ep.dispatch(garbage, len(garbage), m, now)
+					ep.Dispatch(garbage, len(garbage), m, now)
 				}
-				if got := ep.unknownDrops.Load() - before; got != uint64(b.N) {
-					b.Fatalf("%d of %d datagrams counted as unknown drops", got, b.N)
+				if got, _ := ep.Counts(); got-before != uint64(b.N) {
+					b.Fatalf("%d of %d datagrams counted as unknown drops", got-before, b.N)
 				}
 			})
 		}
