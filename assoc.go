@@ -525,3 +525,32 @@ func (a *assoc) TakesLarge() bool { return a.takesLarge }
 func (a *assoc) Stopped() { a.abandon(errClosed) }
 
 var _ socket.Peer = (*assoc)(nil)
+
+// traceSent reports the engine's datagram p, size bytes on the wire (p
+// and its seal).
+func (a *assoc) traceSent(now time.Time, p []byte, size int) {
+	if a.tr.t.DatagramSent != nil {
+		a.tr.t.DatagramSent(now, size, a.tr.describe(p))
+	}
+}
+
+// noState is no engine state: the first settle reports the engine's.
+const noState engine.State = 255
+
+// traceState reports the engine's state if it changed.
+func (a *assoc) traceState(now time.Time) {
+	if st := a.eng.State(); st != a.trState {
+		a.trState = st
+		if a.tr.t.StateChanged != nil {
+			a.tr.t.StateChanged(now, st.String())
+		}
+	}
+}
+
+// largePool holds the send buffers of associations that send large
+// frames, as sendPool those of the others.
+var largePool = sync.Pool{New: func() any { return newSendBufs(largeBatch, maxLarge) }}
+
+// largeBatch is how many large datagrams an association sends per
+// sendmmsg: as many bytes as socket.SendBatch datagrams of 16 KiB.
+const largeBatch = 4

@@ -21,6 +21,10 @@ type kind interface {
 	// abortLocked tells the peer the conn is being abandoned, if the
 	// protocol can say so.
 	abortLocked(code uint8)
+	// names returns what the conn is ("stream") and what a listener of
+	// the other kind accepts ("message conns (ListenMessages)"), for
+	// errors.
+	names() (what, other string)
 }
 
 // connBase is the part of Conn and MessageConn that is not about data: the
@@ -363,10 +367,7 @@ func (b *connBase) handshakeExpired() {
 // count or kind of conn ignores the handshake, as the protocols'
 // reference implementations do.
 func (b *connBase) handshakeTimeout() error {
-	what, other := "message conn", "streams (Listen)"
-	if _, stream := b.k.(*Conn); stream {
-		what, other = "stream", "message conns (ListenMessages)"
-	}
+	what, other := b.k.names()
 	tried, causes, hint := b.cfg.proto.Handshake(b.cfg.opts, what)
 	return &handshakeTimeoutError{fmt.Sprintf(
 		"%v: no %s with %v completed within %v; the peer may not be listening, or may speak %s, or accept %s%s",
@@ -411,3 +412,12 @@ func (b *connBase) waitIO(op string, dl *lazyDeadline, check func() (bool, error
 
 // deadlineErr is the stopErr of a deadline.
 func deadlineErr() error { return errTimeout }
+
+// Reset codes carried by the RST frames a Conn sends.
+const (
+	resetClosed   uint8 = 1 // closed with data from the peer unread
+	resetLinger   uint8 = 2 // Config.Linger ran out during Close
+	resetRefused  uint8 = 3 // the listener closed before Accept
+	resetTimedOut uint8 = 4 // the handshake did not complete in time
+	resetAborted  uint8 = 5 // Close after SetLinger(0)
+)

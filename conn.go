@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"net"
@@ -16,15 +17,6 @@ import (
 // trimAfter is how long a stream moves no bytes before it frees its empty
 // buffers (stream.Stream.Trim).
 const trimAfter = time.Second
-
-// Reset codes carried by the RST frames a Conn sends.
-const (
-	resetClosed   uint8 = 1 // closed with data from the peer unread
-	resetLinger   uint8 = 2 // Config.Linger ran out during Close
-	resetRefused  uint8 = 3 // the listener closed before Accept
-	resetTimedOut uint8 = 4 // the handshake did not complete in time
-	resetAborted  uint8 = 5 // Close after SetLinger(0)
-)
 
 // Conn is a reliable, ordered, flow-controlled byte stream over UDP (or any
 // net.PacketConn): a net.Conn like a TCP connection, between rudp peers.
@@ -396,3 +388,46 @@ func (c *Conn) abortLocked(code uint8) {
 }
 
 func (c *Conn) base() *connBase { return &c.connBase }
+
+// traceFlow reports the stream's becoming blocked by the peer's
+// flow-control limit.
+func (c *Conn) traceFlow(now time.Time) {
+	blocked := c.st.FlowBlocked()
+	if blocked && !c.flowBlocked && c.a.tr.t.FlowBlocked != nil {
+		c.a.tr.t.FlowBlocked(now, c.st.Unsent())
+	}
+	c.flowBlocked = blocked
+}
+
+// useLarge lets the engine send large frames, given the path's smoothed
+// RTT, once the conn is open (the peer's HELLO has arrived, and a
+// listener's peer has shown that it receives, which lifts the
+// amplification limit that would otherwise drop a large frame as if the
+// path had), if the engine can, the address and MTU allow, and srtt is
+// below localRTT; while only srtt stands in the way it asks again at the
+// next call. Call with the lock held.
+func (c *Conn) useLarge(srtt time.Duration) {
+	if c.largeChecked || !c.opened {
+		return
+	}
+	lf, ok := c.a.eng.(engine.LargeFramer)
+	if !ok || largeFrame(lf, c.raddr, loopbackMTU()) == 0 {
+		c.largeChecked = true
+		return
+	}
+	if srtt <= 0 || srtt >= cmp.Or(c.cfg.largeRTT, localRTT) {
+		return
+	}
+	c.largeChecked = true
+	lf.SetMaxFrame(largeFrame(lf, c.raddr, loopbackMTU()))
+	c.a.sendsLarge = true
+}
+
+// localRTT is the smoothed RTT below which a path to a loopback address
+// is taken for the loopback interface itself, which answers in tens of
+// microseconds; a relay listening on the loopback address in front of a
+// real path answers in that path's RTT, and gets no large frames.
+const localRTT = time.Millisecond
+
+// names implements kind.
+func (c *Conn) names() (what, other string) { return "stream", "message conns (ListenMessages)" }

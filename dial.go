@@ -2,11 +2,8 @@ package rudp
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"time"
-
-	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // Dial connects to the rudp listener at address over UDP with the default
@@ -102,12 +99,6 @@ func dialSocket(ctx context.Context, config *Config, local net.Addr, network, ad
 		return nil, nil, nil, err
 	}
 	return cfg, pc, raddr, nil
-}
-
-// newEndpoint wraps pc in the socket layer's endpoint (see
-// socket.NewEndpoint): datagrams up to maxLarge are taken.
-func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *socket.Endpoint {
-	return socket.NewEndpoint(pc, connected, maxLarge, log)
 }
 
 // isConnected reports whether pc is a UDP socket connected to its peer,

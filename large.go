@@ -1,10 +1,9 @@
 package rudp
 
 import (
-	"cmp"
+	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/socket"
@@ -31,14 +30,6 @@ import (
 // maxLarge is the largest datagram sent or taken (a large frame and its
 // seal).
 const maxLarge = engine.MaxLargeDatagram
-
-// largeBatch is how many large datagrams an association sends per
-// sendmmsg: as many bytes as socket.SendBatch datagrams of 16 KiB.
-const largeBatch = 4
-
-// largePool holds the send buffers of associations that send large
-// frames, as sendPool those of the others.
-var largePool = sync.Pool{New: func() any { return newSendBufs(largeBatch, maxLarge) }}
 
 // loopbackMTU is the MTU of the host's loopback interface, 0 if there is
 // none or it cannot be read.
@@ -75,32 +66,8 @@ func largeFrame(lf engine.LargeFramer, raddr net.Addr, mtu int) int {
 	return 0
 }
 
-// localRTT is the smoothed RTT below which a path to a loopback address
-// is taken for the loopback interface itself, which answers in tens of
-// microseconds; a relay listening on the loopback address in front of a
-// real path answers in that path's RTT, and gets no large frames.
-const localRTT = time.Millisecond
-
-// useLarge lets the engine send large frames, given the path's smoothed
-// RTT, once the conn is open (the peer's HELLO has arrived, and a
-// listener's peer has shown that it receives, which lifts the
-// amplification limit that would otherwise drop a large frame as if the
-// path had), if the engine can, the address and MTU allow, and srtt is
-// below localRTT; while only srtt stands in the way it asks again at the
-// next call. Call with the lock held.
-func (c *Conn) useLarge(srtt time.Duration) {
-	if c.largeChecked || !c.opened {
-		return
-	}
-	lf, ok := c.a.eng.(engine.LargeFramer)
-	if !ok || largeFrame(lf, c.raddr, loopbackMTU()) == 0 {
-		c.largeChecked = true
-		return
-	}
-	if srtt <= 0 || srtt >= cmp.Or(c.cfg.largeRTT, localRTT) {
-		return
-	}
-	c.largeChecked = true
-	lf.SetMaxFrame(largeFrame(lf, c.raddr, loopbackMTU()))
-	c.a.sendsLarge = true
+// newEndpoint wraps pc in the socket layer's endpoint (see
+// socket.NewEndpoint): datagrams up to maxLarge are taken.
+func newEndpoint(pc net.PacketConn, connected bool, log *slog.Logger) *socket.Endpoint {
+	return socket.NewEndpoint(pc, connected, maxLarge, log)
 }

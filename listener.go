@@ -2,19 +2,13 @@ package rudp
 
 import (
 	"context"
+	"errors"
 	"net"
+	"time"
 
 	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/internal/socket"
 )
-
-// acceptable is a conn kind a listener accepts.
-type acceptable interface {
-	comparable
-	net.Conn
-	base() *connBase
-	attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace)
-}
 
 // listener is what Listener and MessageListener share: one endpoint whose
 // new peers become conns of kind T.
@@ -202,4 +196,92 @@ func checkNetwork(network string) error {
 		return nil
 	}
 	return net.UnknownNetworkError(network)
+}
+
+// newPeerFunc builds the endpoint callback that admits a datagram from an
+// unknown address as a new peer: it checks the seal of a stream's datagram
+// and that the datagram is an opening, takes a backlog slot (evicting the
+// oldest half-open peer if need be), builds an engine and hands it the datagram; start registers
+// the new conn.
+func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
+	mk func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T) func([]byte, net.Addr, time.Time) {
+	return func(p []byte, from net.Addr, now time.Time) {
+		n := len(p)
+		ok := true
+		if stream {
+			p, ok = socket.Unseal(p)
+		}
+		if !ok || !cfg.proto.IsOpening(p, cfg.opts) {
+			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
+				"peer", from, "protocol", cfg.Protocol, "size", n)
+			q.ep.DropUnknown()
+			return
+		}
+		victim, evict, ok := q.admit()
+		if evict {
+			cfg.Logger.Debug("rudp: oldest half-open peer evicted for a new one", "evicted", victim.RemoteAddr(), "peer", from)
+			victim.base().evict()
+		}
+		if !ok {
+			cfg.Logger.Debug("rudp: backlog full of peers waiting for Accept, datagram dropped", "peer", from)
+			return
+		}
+		tr := cfg.newTracer(q.ep.PacketConn().LocalAddr(), from, stream, false)
+		eng, err := cfg.newEngine(now, from, tr, stream, true)
+		if err == nil {
+			err = eng.HandleDatagram(now, p)
+			tr.input(now, p, err)
+			if err != nil && cfg.roster != nil {
+				cfg.roster.Drop(eng)
+			}
+		}
+		if err != nil {
+			tr.closed(now, err)
+			cfg.Logger.Debug("rudp: handshake refused", "peer", from, "err", err)
+			q.release()
+			q.ep.DropUnknown()
+			if errors.Is(err, engine.ErrIncompatible) {
+				sendUnsolicited(q.ep, cfg.refusal(stream), n, from)
+			}
+			return
+		}
+		c := mk(from, eng, tr, n)
+		q.track(c) // before begin: a peer may be ready at once
+		if !c.base().begin(now) {
+			q.forget(c)
+		}
+	}
+}
+
+// sendUnsolicited sends bufs to to, an address without an association, in
+// answer to one datagram of in bytes. The address is not validated, so
+// nothing goes out if bufs hold more than amplification times in.
+func sendUnsolicited(ep *socket.Endpoint, bufs [][]byte, in int, to net.Addr) {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if n == 0 || n > amplification*in {
+		return
+	}
+	s := sendPool.Get().(*sendBufs)
+	defer sendPool.Put(s)
+	ep.Socket().Send(&s.scratch, bufs, to)
+}
+
+// refusal returns the datagrams with which a listener answers an opening
+// whose parameters it cannot accept, holding no state for the peer, so
+// that the peer learns at once why (see engine.Protocol.Refusal); nil
+// where the protocol's opening carries no parameters.
+func (c *Config) refusal(stream bool) [][]byte {
+	if c.proto.Refusal == nil {
+		return nil
+	}
+	bufs := c.proto.Refusal(c.opts)
+	if stream {
+		for i, b := range bufs {
+			bufs[i] = socket.Seal(b)
+		}
+	}
+	return bufs
 }

@@ -445,3 +445,37 @@ func (r rosterConn) Locked(f func()) {
 	f()
 	a.settleLocked(time.Now())
 }
+
+// AvaraPeers returns the Avara connection table, each player with the
+// address the server sees it at. On a dialed conn it is the table of the
+// server's latest TOC (nil before the login was accepted), this client
+// included (see AvaraClientID); on a conn of a MessageListener, the
+// listener's current table of clients. Opening direct conns to the
+// players listed, as the reference's clients do for the game's
+// peer-to-peer traffic, is the caller's choice: this package relays
+// nothing between clients and has no client-to-client mode. Only IPv4
+// addresses fit the table; others are left out. Nil on other protocols.
+func (c *MessageConn) AvaraPeers() []AvaraPeer {
+	if c.a == nil {
+		return nil
+	}
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	return avaraPeers(c.a.eng, c.roster)
+}
+
+// AvaraClientID returns the player id (1..7) of the client end of the
+// conn: on a dialed conn this end's id, given by the server's TOC; on a
+// conn of a MessageListener the peer's. It is 0 on other protocols and
+// before the login was accepted.
+func (c *MessageConn) AvaraClientID() int8 {
+	if c.a == nil {
+		return 0
+	}
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	return avaraClientID(c.a.eng, c.roster != nil)
+}
+
+// names implements kind.
+func (c *MessageConn) names() (what, other string) { return "message conn", "streams (Listen)" }

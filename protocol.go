@@ -265,25 +265,14 @@ func peersOf(t avara.TOC) []AvaraPeer {
 	return ps
 }
 
-// AvaraPeers returns the Avara connection table, each player with the
-// address the server sees it at. On a dialed conn it is the table of the
-// server's latest TOC (nil before the login was accepted), this client
-// included (see AvaraClientID); on a conn of a MessageListener, the
-// listener's current table of clients. Opening direct conns to the
-// players listed, as the reference's clients do for the game's
-// peer-to-peer traffic, is the caller's choice: this package relays
-// nothing between clients and has no client-to-client mode. Only IPv4
-// addresses fit the table; others are left out. Nil on other protocols.
-func (c *MessageConn) AvaraPeers() []AvaraPeer {
-	if c.a == nil {
-		return nil
-	}
-	if room, ok := c.roster.(*avara.Room); ok {
+// avaraPeers returns the table of an Avara engine (see
+// MessageConn.AvaraPeers): roster's, on a listener's conn, else the
+// table of the server's latest TOC; nil on other protocols.
+func avaraPeers(eng engine.Engine, roster engine.Roster) []AvaraPeer {
+	if room, ok := roster.(*avara.Room); ok {
 		return peersOf(room.Table())
 	}
-	c.a.mu.Lock()
-	defer c.a.mu.Unlock()
-	s, ok := c.a.eng.(*avara.Session)
+	s, ok := eng.(*avara.Session)
 	if !ok {
 		return nil
 	}
@@ -291,21 +280,15 @@ func (c *MessageConn) AvaraPeers() []AvaraPeer {
 	return peersOf(t)
 }
 
-// AvaraClientID returns the player id (1..7) of the client end of the
-// conn: on a dialed conn this end's id, given by the server's TOC; on a
-// conn of a MessageListener the peer's. It is 0 on other protocols and
-// before the login was accepted.
-func (c *MessageConn) AvaraClientID() int8 {
-	if c.a == nil {
-		return 0
-	}
-	c.a.mu.Lock()
-	defer c.a.mu.Unlock()
-	s, ok := c.a.eng.(*avara.Session)
+// avaraClientID returns the player id of the client end of an Avara
+// engine (see MessageConn.AvaraClientID), the peer's on a listener's conn
+// (accepted); 0 on other protocols.
+func avaraClientID(eng engine.Engine, accepted bool) int8 {
+	s, ok := eng.(*avara.Session)
 	switch {
 	case !ok:
 		return 0
-	case c.roster != nil:
+	case accepted:
 		return s.PeerID()
 	}
 	return max(s.ID(), 0)

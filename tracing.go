@@ -4,7 +4,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/rudpkit/rudp/internal/engine"
 	"github.com/rudpkit/rudp/trace"
 )
 
@@ -51,36 +50,5 @@ func (tr *connTrace) input(now time.Time, p []byte, err error) {
 func (tr *connTrace) closed(now time.Time, err error) {
 	if tr != nil && tr.t.Closed != nil {
 		tr.t.Closed(now, err)
-	}
-}
-
-// traceSent reports the engine's datagram p, size bytes on the wire (p
-// and its seal).
-func (a *assoc) traceSent(now time.Time, p []byte, size int) {
-	if a.tr.t.DatagramSent != nil {
-		a.tr.t.DatagramSent(now, size, a.tr.describe(p))
-	}
-}
-
-// traceFlow reports the stream's becoming blocked by the peer's
-// flow-control limit.
-func (c *Conn) traceFlow(now time.Time) {
-	blocked := c.st.FlowBlocked()
-	if blocked && !c.flowBlocked && c.a.tr.t.FlowBlocked != nil {
-		c.a.tr.t.FlowBlocked(now, c.st.Unsent())
-	}
-	c.flowBlocked = blocked
-}
-
-// noState is no engine state: the first settle reports the engine's.
-const noState engine.State = 255
-
-// traceState reports the engine's state if it changed.
-func (a *assoc) traceState(now time.Time) {
-	if st := a.eng.State(); st != a.trState {
-		a.trState = st
-		if a.tr.t.StateChanged != nil {
-			a.tr.t.StateChanged(now, st.String())
-		}
 	}
 }
