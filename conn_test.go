@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/avara"
 	"github.com/stretchr/testify/require"
 )
 
@@ -256,7 +257,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 	r, err := (&Config{Protocol: Avara, AvaraPassword: strings.Repeat("x", MaxAvaraPassword), AvaraCram: -1}).resolved()
 	require.NoError(t, err)
-	require.Equal(t, uint16(DefaultAvaraVersion), r.AvaraVersion)
+	require.Equal(t, avara.Options{Password: strings.Repeat("x", MaxAvaraPassword), Cram: -1}, r.opts,
+		"the protocol's own options; version 0 is its default, DefaultAvaraVersion")
 	_, err = (&Config{Protocol: 99}).resolved()
 	require.ErrorIs(t, err, ErrUnknownProtocol)
 	_, err = Dial("ip4", "127.0.0.1:1")
