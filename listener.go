@@ -16,6 +16,11 @@ type listener[T acceptable] struct {
 	ep     *socket.Endpoint
 	q      *acceptQueue[T]
 	cfgErr error
+	// detach stops the endpoint's new peers reaching the listener; the
+	// listener of a Transport leaves the endpoint to it (shared), one of
+	// its own releases it.
+	detach func()
+	shared bool
 }
 
 // Listener accepts rudp stream conns on one PacketConn. It is a
@@ -115,21 +120,32 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 
 func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
+	ep := newEndpoint(pc, false, cfg.Logger)
+	l := listenOn(ep, cfg, stream, mk, func(f newPeerFn) { ep.SetNewPeer(f) })
+	ep.Serve()
+	return l
+}
+
+// newPeerFn takes a datagram from an address without an association.
+type newPeerFn = func(p []byte, from net.Addr, now time.Time)
+
+// listenOn builds a listener of conns of kind T on ep, whose new peers
+// reach it through the function it passes to set (and nil to stop).
+func listenOn[T acceptable](ep *socket.Endpoint, cfg *Config, stream bool,
+	mk func(*Config, net.Addr, *acceptQueue[T]) T, set func(newPeerFn)) listener[T] {
 	if cfg.proto.NewListener != nil && !stream {
 		c := *cfg
 		c.roster = cfg.proto.NewListener() // shared by the listener's conns
 		cfg = &c
 	}
-	ep := newEndpoint(pc, false, cfg.Logger)
 	q := newAcceptQueue[T](ep, cfg.Backlog)
-	ep.SetNewPeer(newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
+	set(newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
 		c := mk(cfg, from, q)
 		c.attach(ep, eng, tr)
 		c.base().a.limit(in)
 		return c
 	}))
-	ep.Serve()
-	return listener[T]{ep: ep, q: q}
+	return listener[T]{ep: ep, q: q, detach: func() { set(nil) }}
 }
 
 func (l *listener[T]) accept() (T, error) {
@@ -149,14 +165,16 @@ func (l *listener[T]) Close() error {
 	if !ok {
 		return &net.OpError{Op: "close", Net: "rudp", Addr: l.Addr(), Err: errClosed}
 	}
-	l.ep.SetNewPeer(nil)
+	l.detach()
 	for _, c := range unaccepted {
 		c.base().expire(resetRefused, ErrReset, func() bool { return true })
 	}
 	for _, c := range halfOpen {
 		c.base().evict() // could never be accepted now; silently, as it may be spoofed
 	}
-	l.ep.Release()
+	if !l.shared {
+		l.ep.Release()
+	}
 	return nil
 }
 

@@ -259,3 +259,7 @@ func (ep *Endpoint) Release() {
 		_ = ep.sock.pc.Close()
 	}
 }
+
+// Peers returns the registered Peers, to be called outside any Peer's
+// lock.
+func (ep *Endpoint) Peers() []Peer { return ep.snapshot() }
