@@ -131,7 +131,7 @@ const idleAfter = 10 * time.Second
 // one each way.
 func TestIdleStreamWakesOnlyForKeepAlive(t *testing.T) {
 	const intervals = 20
-	for _, p := range streamProtocols {
+	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			cfg := &Config{Protocol: p}
 			r, err := cfg.resolved()
@@ -158,7 +158,7 @@ func TestIdleSettleAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocations are not counted under the race detector")
 	}
-	for _, p := range streamProtocols {
+	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			c, s, _ := streamPair(t, &Config{Protocol: p}, links[0])
 			_, err := c.Write([]byte("hi"))
