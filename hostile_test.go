@@ -1406,12 +1406,14 @@ func idleHeap(t testing.TB, p Protocol, n int) int {
 	case <-time.After(hangGuard):
 		t.Fatal("client process not ready")
 	}
-	// Idle: a settle after trimAfter without traffic frees the buffers;
-	// settle each once more past it rather than wait for a keepalive.
-	time.Sleep(trimAfter + 100*time.Millisecond)
+	// Idle: a settle more than trimAfter after the last bytes moved
+	// frees the buffers. Rather than wait for it, settle each now and
+	// then trim it as that settle would (Conn.settled at trimAfter past
+	// its last activity).
 	for _, c := range conns {
 		c.a.mu.Lock()
 		c.a.settleLocked(time.Now())
+		c.settled(c.active.Add(trimAfter + 1))
 		c.a.mu.Unlock()
 	}
 	idle := heapAlloc()
@@ -1440,40 +1442,40 @@ func idleHeap(t testing.TB, p Protocol, n int) int {
 
 // TestIdleTrimThenTransfer: a stream trimmed while idle (stream and engine
 // buffers freed, see engine.Trimmer) moves 1 MiB each way intact
-// afterwards.
+// afterwards. Virtual time (see vpath): the idle second costs nothing.
 func TestIdleTrimThenTransfer(t *testing.T) {
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			c, s, _ := streamPair(t, &Config{Protocol: p}, links[0])
-			errc := make(chan error, 1)
-			go func() {
-				_, err := io.Copy(s, s) // echo
-				if err == nil {
-					err = s.CloseWrite()
+			synctest.Test(t, func(t *testing.T) {
+				c, s, _ := newVPath(t, 0).streams(t, vcfg(Config{Protocol: p}))
+				errc := make(chan error, 1)
+				go func() {
+					_, err := io.Copy(s, s) // echo
+					if err == nil {
+						err = s.CloseWrite()
+					}
+					errc <- err
+				}()
+				echoSome := func(n int, seed uint64) {
+					data := randomBytes(n, seed)
+					_, err := c.Write(data)
+					require.NoError(t, err)
+					got := make([]byte, n)
+					_, err = io.ReadFull(c, got)
+					require.NoError(t, err)
+					require.Equal(t, data, got)
 				}
-				errc <- err
-			}()
-			echoSome := func(n int, seed uint64) {
-				data := randomBytes(n, seed)
-				_, err := c.Write(data)
-				require.NoError(t, err)
-				got := make([]byte, n)
-				require.NoError(t, c.SetReadDeadline(time.Now().Add(hangGuard)))
-				_, err = io.ReadFull(c, got)
-				require.NoError(t, err)
-				require.Equal(t, data, got)
-			}
-			echoSome(256<<10, 1)
-			time.Sleep(trimAfter + 100*time.Millisecond)
-			for _, x := range []*Conn{c, s} {
-				x.a.mu.Lock()
-				x.a.settleLocked(time.Now()) // trims
-				x.a.mu.Unlock()
-			}
-			echoSome(1<<20, 2)
-			require.NoError(t, c.CloseWrite())
-			require.NoError(t, <-errc)
+				echoSome(256<<10, 1)
+				time.Sleep(trimAfter + 100*time.Millisecond)
+				for _, x := range []*Conn{c, s} {
+					x.a.mu.Lock()
+					x.a.settleLocked(time.Now()) // trims
+					x.a.mu.Unlock()
+				}
+				echoSome(1<<20, 2)
+				require.NoError(t, c.CloseWrite())
+				require.NoError(t, <-errc)
+			})
 		})
 	}
 }
