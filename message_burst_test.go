@@ -42,7 +42,11 @@ func viewerBurst(t *testing.T, addr net.Addr, count int, resendAfter time.Durati
 	binary.LittleEndian.PutUint32(circuit, 0x5eed)
 	send(&lludp.Packet{Flags: lludp.FlagReliable, Seq: 1, Message: lludp.UseCircuitCode, Body: circuit})
 
-	acked := func(id uint32) { delete(out, id) }
+	opened := false // the UseCircuitCode (sequence number 1) was acknowledged
+	acked := func(id uint32) {
+		opened = opened || id == 1
+		delete(out, id)
+	}
 	in := make([]byte, 2048)
 	var pkt lludp.Packet
 	scratch := make([]byte, lludp.MaxDecoded)
@@ -69,7 +73,10 @@ func viewerBurst(t *testing.T, addr net.Addr, count int, resendAfter time.Durati
 			_ = pc.SetReadDeadline(time.Now().Add(time.Millisecond))
 		}
 	}
-	drain(100 * time.Millisecond) // the circuit opens
+	for deadline := time.Now().Add(time.Minute); !opened; { // the circuit opens
+		require.True(t, time.Now().Before(deadline), "the UseCircuitCode was never acknowledged")
+		drain(10 * time.Millisecond)
+	}
 
 	for i := range count {
 		m := &sent{seq: uint32(i + 2), body: []byte(fmt.Sprintf("burst %05d", i)), at: time.Now(), sends: 1}

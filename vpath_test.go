@@ -175,14 +175,20 @@ func (p *vpath) streams(t *testing.T, cfg *Config) (c, s *Conn, ln *Listener) {
 	require.NoError(t, err)
 	s = nc.(*Conn)
 	t.Cleanup(func() {
-		for _, x := range []*Conn{c, s} {
-			x.Close()
-			x.a.abandon(errClosed) // no linger: the bubble must end
-			<-x.Done()
-		}
+		endNow(c, s)
 		ln.Close()
 	})
 	return c, s, ln
+}
+
+// endNow closes each conn without lingering and waits for its end: a
+// synctest bubble ends only once every conn's goroutines have.
+func endNow(conns ...net.Conn) {
+	for _, c := range conns {
+		c.Close()
+		c.(interface{ base() *connBase }).base().a.abandon(errClosed)
+		<-doneOf(c)
+	}
 }
 
 // messages connects a message conn over the path, as streams does.
@@ -194,11 +200,7 @@ func (p *vpath) messages(t *testing.T, cfg *Config) (c, s *MessageConn, ln *Mess
 	s, err := ln.AcceptMessages()
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, x := range []*MessageConn{c, s} {
-			x.Close()
-			x.a.abandon(errClosed)
-			<-x.Done()
-		}
+		endNow(c, s)
 		ln.Close()
 	})
 	return c, s, ln
