@@ -12,6 +12,10 @@ import (
 // ride on (internal/lludp's ackDelay).
 const lludpAckDelay = 2 * time.Millisecond
 
+// avaraStreamClientID is the player id of the client of an Avara stream
+// (internal/avara's streamClientID).
+const avaraStreamClientID = 1
+
 // addrPortOf returns a UDP address as a netip.AddrPort (the zero one for
 // other kinds of address).
 func addrPortOf(a net.Addr) netip.AddrPort {
