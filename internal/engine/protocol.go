@@ -26,6 +26,13 @@ type Protocol struct {
 	// can open one at a listener; anything else is dropped before an
 	// engine is built.
 	IsOpening func(p []byte, opts any) bool
+	// OpeningID returns the random identifier that an opening datagram
+	// (IsOpening) carries and that stays the same when the opening is sent
+	// again (a nonce, session ID, circuit code, peer ID or seed); false
+	// when p holds none. Two Transports dialing each other at once each
+	// compare theirs with the peer's, to agree on which becomes the
+	// server (simultaneous open); nil: the protocol cannot.
+	OpeningID func(p []byte) (uint64, bool)
 	// Refusal returns the datagrams that answer an opening this end
 	// cannot accept, holding no state for the peer (nil: none; the
 	// caller sends them only within the amplification limit).
