@@ -41,6 +41,7 @@ const (
 var Protocol = engine.Protocol{
 	Name:      "lludp",
 	IsOpening: func(p []byte, _ any) bool { return IsOpening(p) },
+	OpeningID: openingID,
 	Validate:  func(*engine.Setup) error { return nil },
 	New:       newFromSetup,
 	Stream: engine.StreamCarrier{
@@ -64,6 +65,18 @@ var Protocol = engine.Protocol{
 	Handshake: func(_ any, what string) (string, string, string) {
 		return "lludp " + what + " handshake", "another protocol", ""
 	},
+}
+
+// openingID returns the circuit code of UseCircuitCode p (IsOpening),
+// read from its body, which a resend repeats; its header's flags change
+// (RESENT, docs/protocols/lludp.md §3.2). False for any other datagram. It reads p
+// in place.
+func openingID(p []byte) (uint64, bool) {
+	if !IsOpening(p) {
+		return 0, false
+	}
+	const number = 4 // a Low message number, as IsOpening requires
+	return uint64(binary.LittleEndian.Uint32(p[HeaderLen+number+int(p[5]):])), true
 }
 
 // newFromSetup builds an LLUDP session of one association. Message conns
