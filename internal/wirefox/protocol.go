@@ -45,6 +45,7 @@ const (
 var Protocol = engine.Protocol{
 	Name:      "wirefox",
 	IsOpening: func(p []byte, _ any) bool { return IsOpening(p) },
+	OpeningID: openingID,
 	Validate:  validate,
 	New:       newFromSetup,
 	Stream: engine.StreamCarrier{
@@ -58,6 +59,19 @@ var Protocol = engine.Protocol{
 	Handshake: func(_ any, what string) (string, string, string) {
 		return "wirefox " + what + " handshake", "another protocol", ""
 	},
+}
+
+// openingID returns the PeerID of INITIAL_CLIENT p (IsOpening), which the
+// client repeats unchanged, in datagrams of new IDs, until answered
+// (docs/protocols/wirefox.md §3.2); false for any other datagram and for
+// PeerID 0, which a session takes for none. It reads p in place.
+func openingID(p []byte) (uint64, bool) {
+	if !IsOpening(p) {
+		return 0, false
+	}
+	const peerIDAt = 7 + 11 + 1 + len(Magic) + 1 // datagram and packet headers, command, magic, version
+	id := binary.BigEndian.Uint64(p[peerIDAt:])
+	return id, id != 0
 }
 
 // validate checks a conn's Wirefox options; its errors name rudp's
