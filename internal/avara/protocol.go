@@ -65,8 +65,9 @@ var Protocol = engine.Protocol{
 	IsOpening: func(p []byte, opts any) bool {
 		return IsOpening(p, engine.OptionsOf[Options](opts).version())
 	},
-	Validate: validate,
-	New:      newFromSetup,
+	OpeningID: openingID,
+	Validate:  validate,
+	New:       newFromSetup,
 	Stream: engine.StreamCarrier{
 		Send:    engine.SendOptions{Params: engine.Params{Command: StreamCommand}},
 		IsFrame: func(m engine.Message) bool { return m.Params == engine.Params{Command: StreamCommand} },
@@ -94,6 +95,23 @@ var Protocol = engine.Protocol{
 			"; the password (Config.AvaraPassword) may be wrong or the server full, which an Avara server does not answer"
 	},
 	NewListener: func() engine.Roster { return new(Room) },
+}
+
+// openingID returns the seed (p3) of the Login that opens datagram p
+// (docs/protocols/avara.md §3.1), which the Login's resends repeat (only
+// its send count and the checksum change); false when p does not start
+// with a whole Login at serial 0. The checksum is not checked: it covers
+// the network version, an option, which IsOpening checked. It reads p in
+// place.
+func openingID(p []byte) (uint64, bool) {
+	if len(p) < HeaderLen || len(p) > MaxReceived || len(p) == PunchLen || p[2]&1 != 0 {
+		return 0, false
+	}
+	var m Message
+	if _, err := parseMessage(p[HeaderLen:], &m); err != nil || m.Serial != 0 || m.Command != CommandLogin {
+		return 0, false
+	}
+	return uint64(uint32(m.P3)), true
 }
 
 // validate checks a conn's Avara options; its errors name rudp's Config
