@@ -83,6 +83,22 @@ func (q *acceptQueue[T]) forget(c T) {
 	q.mu.Unlock()
 }
 
+// claim takes c out of the queue before Accept returns it, half-open or
+// ready; false if Accept returned it already (or it ended).
+func (q *acceptQueue[T]) claim(c T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := slices.Index(q.pending, c); i >= 0 {
+		q.pending = slices.Delete(q.pending, i, i+1)
+		return true
+	}
+	if i := slices.Index(q.queue, c); i >= 0 {
+		q.queue = slices.Delete(q.queue, i, i+1)
+		return true
+	}
+	return false
+}
+
 // ready moves c, validated, from the half-open peers to the Accept queue;
 // false if the listener has closed or c was evicted meanwhile (the caller
 // then refuses the peer).
@@ -162,4 +178,8 @@ type acceptable interface {
 	net.Conn
 	base() *connBase
 	attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace)
+	// claim takes the conn, a listener's, from its accept queue for a
+	// dial to the same peer (see Transport.Dial): false if Accept
+	// returned it already.
+	claim() bool
 }

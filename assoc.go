@@ -61,8 +61,9 @@ type assoc struct {
 	unread      uint64
 	refusedBase uint64
 
-	sealed   bool   // datagrams carry a seal (streams; see seal)
-	badSeals uint64 // datagrams dropped because their seal did not match
+	cross    *crossing // a Transport's dialed conn: the simultaneous open, if any
+	sealed   bool      // datagrams carry a seal (streams; see seal)
+	badSeals uint64    // datagrams dropped because their seal did not match
 	// plainPeer, on a dialed stream, is its protocol: an unsealed datagram
 	// of it during the handshake is a message listener's answer.
 	plainPeer *protocolEntry
@@ -188,6 +189,9 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 		}
 		p = q
 	}
+	if a.cross != nil && a.cross.inputLocked(a, now, p) {
+		return true, false
+	}
 	err := a.eng.HandleDatagram(now, p)
 	if a.tr != nil {
 		a.tr.input(now, p, err)
@@ -303,6 +307,9 @@ func (a *assoc) settleLocked(now time.Time) {
 			break
 		}
 		plain := k
+		if a.cross != nil && a.eng.State() == engine.StateHandshake {
+			a.cross.sentLocked(buf[:plain])
+		}
 		if a.sealed {
 			k = len(socket.Seal(buf[:k]))
 		}

@@ -39,7 +39,10 @@ type connBase struct {
 	startFn   func() error // client conns start on first use
 	closeFn   func()       // closes the PacketConn of a client conn never used
 	startErr  error
-	openedF   atomic.Bool
+	// viaTransport: dialed on a Transport, maybe to an address learnt
+	// from a third party (see handshakeTimeout).
+	viaTransport bool
+	openedF      atomic.Bool
 
 	a      *assoc
 	rd, wd lazyDeadline
@@ -369,6 +372,9 @@ func (b *connBase) handshakeExpired() {
 func (b *connBase) handshakeTimeout() error {
 	what, other := b.k.names()
 	tried, causes, hint := b.cfg.proto.Handshake(b.cfg.opts, what)
+	if b.viaTransport {
+		hint += "; a peer behind a NAT that maps each destination to a port of its own (symmetric NAT) is not reachable at the address another host saw it at, and needs a relay"
+	}
 	return &handshakeTimeoutError{fmt.Sprintf(
 		"%v: no %s with %v completed within %v; the peer may not be listening, or may speak %s, or accept %s%s",
 		ErrHandshakeTimeout, tried, b.raddr, b.cfg.HandshakeTimeout, causes, other, hint)}

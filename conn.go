@@ -71,6 +71,17 @@ func newConn(cfg *Config, raddr net.Addr, q *acceptQueue[*Conn]) *Conn {
 
 // attach binds the conn to eng on ep. The caller then calls begin.
 func (c *Conn) attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace) {
+	c.a = newAssoc(ep, c.raddr, eng, tr)
+	c.a.up = c
+	c.a.sealed = true
+	if c.accepted == nil {
+		c.a.plainPeer = c.cfg.proto
+	}
+	c.bind(eng)
+}
+
+// bind makes a new stream over eng, the association's engine.
+func (c *Conn) bind(eng engine.Engine) {
 	caps := eng.Capabilities()
 	c.maxFrame = caps.MaxMessage
 	c.maxQueued = caps.MaxQueued
@@ -87,12 +98,6 @@ func (c *Conn) attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace) {
 		Start:         c.cfg.random64(),
 		Token:         token,
 	})
-	c.a = newAssoc(ep, c.raddr, eng, tr)
-	c.a.up = c
-	c.a.sealed = true
-	if c.accepted == nil {
-		c.a.plainPeer = c.cfg.proto
-	}
 	_, c.a.takesLarge = eng.(engine.LargeFramer)
 	c.recycle, _ = eng.(engine.Recycler)
 	c.build, _ = eng.(engine.Builder)
@@ -431,3 +436,24 @@ const localRTT = time.Millisecond
 
 // names implements kind.
 func (c *Conn) names() (what, other string) { return "stream", "message conns (ListenMessages)" }
+
+// crossed implements crosser: the stream starts again over eng, the
+// server engine of a simultaneous open. Nothing was written yet (the
+// dial waits for the handshake), and what the old engine had of the
+// stream (its HELLO) goes with it.
+func (c *Conn) crossed(_ time.Time, eng engine.Engine) {
+	c.releaseFrame()
+	c.held = 0
+	c.bind(eng)
+}
+
+// claim implements acceptable.
+func (c *Conn) claim() bool {
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	if c.accepted == nil || !c.accepted.claim(c) {
+		return false
+	}
+	c.accepted = nil
+	return true
+}

@@ -151,12 +151,9 @@ func newMessageConn(cfg *Config, raddr net.Addr, q *acceptQueue[*MessageConn]) *
 }
 
 func (c *MessageConn) attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace) {
-	caps := eng.Capabilities()
-	c.maxQueued = caps.MaxQueued
-	c.maxMsg = caps.MaxMessage
-	c.closer, _ = eng.(engine.PeerCloser)
 	c.a = newAssoc(ep, c.raddr, eng, tr)
 	c.a.up = c
+	c.bind(eng)
 	if c.accepted != nil && c.cfg.roster != nil {
 		c.roster = c.cfg.roster
 		c.roster.Join(eng, rosterConn{c})
@@ -479,3 +476,26 @@ func (c *MessageConn) AvaraClientID() int8 {
 
 // names implements kind.
 func (c *MessageConn) names() (what, other string) { return "message conn", "streams (Listen)" }
+
+// bind takes eng's limits.
+func (c *MessageConn) bind(eng engine.Engine) {
+	caps := eng.Capabilities()
+	c.maxQueued = caps.MaxQueued
+	c.maxMsg = caps.MaxMessage
+	c.closer, _ = eng.(engine.PeerCloser)
+}
+
+// crossed implements crosser: eng is the server engine of a simultaneous
+// open.
+func (c *MessageConn) crossed(_ time.Time, eng engine.Engine) { c.bind(eng) }
+
+// claim implements acceptable.
+func (c *MessageConn) claim() bool {
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	if c.accepted == nil || !c.accepted.claim(c) {
+		return false
+	}
+	c.accepted = nil
+	return true
+}

@@ -163,8 +163,12 @@ func dialTransport[T acceptable](ctx context.Context, t *Transport, raddr net.Ad
 	if err := t.init(); err != nil {
 		return zero, &net.OpError{Op: "dial", Net: "rudp", Addr: raddr, Err: err}
 	}
+	if c, ok := adopt[T](t, raddr); ok {
+		return handshakeAdopted(ctx, c)
+	}
 	c := mk(t.cfg, raddr, nil)
 	b := c.base()
+	b.viaTransport = true
 	tr := t.cfg.newTracer(t.Conn.LocalAddr(), raddr, stream, true)
 	eng, err := t.cfg.newEngine(time.Now(), raddr, tr, stream, false)
 	if err != nil {
@@ -172,7 +176,14 @@ func dialTransport[T acceptable](ctx context.Context, t *Transport, raddr net.Ad
 		return zero, &net.OpError{Op: "dial", Net: "rudp", Addr: raddr, Err: err}
 	}
 	c.attach(t.ep, eng, tr)
+	if t.cfg.proto.OpeningID != nil {
+		b.a.cross = &crossing{cfg: t.cfg, stream: stream}
+	}
 	if !b.begin(time.Now()) {
+		if c, ok := adopt[T](t, raddr); ok { // the listener took the peer's opening meanwhile
+			tr.closed(time.Now(), nil)
+			return handshakeAdopted(ctx, c)
+		}
 		err := fmt.Errorf("rudp: %v has a conn on this Transport already", raddr)
 		select {
 		case <-t.ep.Done():
@@ -184,6 +195,33 @@ func dialTransport[T acceptable](ctx context.Context, t *Transport, raddr net.Ad
 	}
 	if err := b.Handshake(ctx); err != nil {
 		b.a.abandon(err)
+		return zero, err
+	}
+	return c, nil
+}
+
+// adopt returns the conn of kind T that t's listener made for raddr and
+// Accept has not returned: raddr dialed this end first, and a dial to it
+// takes that conn rather than open a second association.
+func adopt[T acceptable](t *Transport, raddr net.Addr) (T, bool) {
+	var zero T
+	a, ok := t.ep.Peer(socket.KeyOf(raddr)).(*assoc)
+	if !ok {
+		return zero, false
+	}
+	c, ok := a.up.(T)
+	if !ok || !c.claim() {
+		return zero, false
+	}
+	return c, true
+}
+
+// handshakeAdopted completes the handshake of c, a conn adopted from the
+// listener.
+func handshakeAdopted[T acceptable](ctx context.Context, c T) (T, error) {
+	if err := c.base().Handshake(ctx); err != nil {
+		c.base().a.abandon(err)
+		var zero T
 		return zero, err
 	}
 	return c, nil

@@ -1,8 +1,6 @@
 package airhook
 
 import (
-	"encoding/binary"
-
 	"github.com/rudpkit/rudp/internal/engine"
 )
 
@@ -12,25 +10,12 @@ import (
 var Protocol = engine.Protocol{
 	Name:      "airhook",
 	IsOpening: func(p []byte, _ any) bool { return IsOpening(p) },
-	OpeningID: openingID,
 	Validate:  func(*engine.Setup) error { return nil },
 	New:       newFromSetup,
 	Describe:  Describe,
 	Handshake: func(_ any, what string) (string, string, string) {
 		return "airhook " + what + " handshake", "another protocol", ""
 	},
-}
-
-// openingID returns the sender's session ID in opening packet p
-// (IsOpening), which every packet of the session carries until the peer
-// observes it (docs/protocols/airhook.md §3.2); false for any other
-// datagram and for the reserved ID 0. It reads p in place.
-func openingID(p []byte) (uint64, bool) {
-	if !IsOpening(p) {
-		return 0, false
-	}
-	id := binary.BigEndian.Uint32(p[headerLen:]) // no observed session before it
-	return uint64(id), id != 0
 }
 
 // newFromSetup builds an Airhook session of one association.

@@ -31,7 +31,10 @@ type Protocol struct {
 	// again (a nonce, session ID, circuit code, peer ID or seed); false
 	// when p holds none. Two Transports dialing each other at once each
 	// compare theirs with the peer's, to agree on which becomes the
-	// server (simultaneous open); nil: the protocol cannot.
+	// server (simultaneous open). It is nil where the handshake is
+	// symmetric and settles a simultaneous open itself: each end's
+	// opening answers the other's (POROUS's Connect, Airhook's session
+	// IDs), and an answer may itself look like an opening.
 	OpeningID func(p []byte) (uint64, bool)
 	// Refusal returns the datagrams that answer an opening this end
 	// cannot accept, holding no state for the peer (nil: none; the

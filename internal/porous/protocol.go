@@ -1,7 +1,6 @@
 package porous
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -29,7 +28,6 @@ func (o Options) channels() int { return max(o.Channels, 1) }
 var Protocol = engine.Protocol{
 	Name:      "porous",
 	IsOpening: func(p []byte, _ any) bool { return IsOpening(p) },
-	OpeningID: openingID,
 	Refusal: func(opts any) [][]byte {
 		return Refusal(engine.OptionsOf[Options](opts).channels())
 	},
@@ -40,18 +38,6 @@ var Protocol = engine.Protocol{
 		return fmt.Sprintf("porous %s handshake (Config.Channels %d)", what, engine.OptionsOf[Options](opts).channels()),
 			"another protocol, another channel count", ""
 	},
-}
-
-// openingID returns the nonce of Connect p, the same in each of its
-// resends (docs/protocols/porous.md §3.2); false for any other datagram
-// and for a Connect of nonce 0, a listener's refusal (Refusal). It reads
-// p in place.
-func openingID(p []byte) (uint64, bool) {
-	if !IsOpening(p) {
-		return 0, false
-	}
-	n := binary.BigEndian.Uint32(p[7:])
-	return uint64(n), n != 0
 }
 
 // validate checks a conn's POROUS options; its errors name rudp's

@@ -263,3 +263,10 @@ func (ep *Endpoint) Release() {
 // Peers returns the registered Peers, to be called outside any Peer's
 // lock.
 func (ep *Endpoint) Peers() []Peer { return ep.snapshot() }
+
+// Peer returns the Peer registered under k, nil if none.
+func (ep *Endpoint) Peer(k Key) Peer {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.peers[k]
+}
