@@ -93,19 +93,21 @@ func TestLLUDPMessageErrors(t *testing.T) {
 // TestLLUDPCloseIsEOF: Close delivers what was written, then closes the
 // circuit; the peer reads every message, then io.EOF.
 func TestLLUDPCloseIsEOF(t *testing.T) {
-	c, s := messagePair(t, &Config{Protocol: LLUDP}, links[0])
-	for i := range 50 {
-		require.NoError(t, c.WriteMessage(Message{Data: []byte{byte(i)}, Number: 7}))
-	}
-	require.NoError(t, c.Close())
-	seen := make(map[byte]bool)
-	for range 50 {
-		m, err := s.ReadMessage()
-		require.NoError(t, err)
-		seen[m.Data[0]] = true
-	}
-	require.Len(t, seen, 50)
-	requireClosedByPeer(t, s, c)
+	synctest.Test(t, func(t *testing.T) {
+		c, s := messagePairOn(t, Config{Protocol: LLUDP}, links[0])
+		for i := range 50 {
+			require.NoError(t, c.WriteMessage(Message{Data: []byte{byte(i)}, Number: 7}))
+		}
+		require.NoError(t, c.Close())
+		seen := make(map[byte]bool)
+		for range 50 {
+			m, err := s.ReadMessage()
+			require.NoError(t, err)
+			seen[m.Data[0]] = true
+		}
+		require.Len(t, seen, 50)
+		requireClosedByPeer(t, s, c)
+	})
 }
 
 // TestLLUDPWire: a peer that is nothing but a UDP socket sending the
@@ -213,27 +215,31 @@ func TestLLUDPReadWriteTemplateForm(t *testing.T) {
 
 // TestAcceptCircuit: an LLUDP message listener with Config.AcceptCircuit
 // accepts only the circuits it approves; a refused one never reaches
-// Accept and its peer reads io.EOF (CloseCircuit).
+// Accept and its peer reads io.EOF (CloseCircuit). Virtual time (see
+// vpath).
 func TestAcceptCircuit(t *testing.T) {
-	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: LLUDP,
-		AcceptCircuit: func(c Circuit) bool { return c.Code != 13 }})
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	synctest.Test(t, func(t *testing.T) {
+		vp := newVPath(t, 0)
+		ln := ServerMessages(vp.server, vcfg(Config{Protocol: LLUDP,
+			AcceptCircuit: func(c Circuit) bool { return c.Code != 13 }}))
+		defer ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 
-	bad := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 13}})
-	defer bad.Close()
-	require.NoError(t, bad.Handshake(ctx), "the circuit opens, then is closed")
-	_ = bad.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := bad.ReadMessage()
-	require.ErrorIs(t, err, io.EOF)
+		bad := ClientMessages(vp.client, ln.Addr(), vcfg(Config{Protocol: LLUDP, Circuit: Circuit{Code: 13}}))
+		defer endNow(bad)
+		require.NoError(t, bad.Handshake(ctx), "the circuit opens, then is closed")
+		_ = bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := bad.ReadMessage()
+		require.ErrorIs(t, err, io.EOF)
 
-	good := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 14}})
-	defer good.Close()
-	require.NoError(t, good.Handshake(ctx))
-	s := accept(t, ln).(*MessageConn)
-	defer s.Close()
-	c, ok := s.Circuit()
-	require.True(t, ok)
-	require.Equal(t, uint32(14), c.Code, "the refused circuit was never accepted")
+		good := ClientMessages(vp.socket(t, 4001), ln.Addr(), vcfg(Config{Protocol: LLUDP, Circuit: Circuit{Code: 14}}))
+		defer endNow(good)
+		require.NoError(t, good.Handshake(ctx))
+		s := accept(t, ln).(*MessageConn)
+		defer endNow(s)
+		c, ok := s.Circuit()
+		require.True(t, ok)
+		require.Equal(t, uint32(14), c.Code, "the refused circuit was never accepted")
+	})
 }
