@@ -14,15 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// link describes the path between the two ends of a test pair. A nil
-// *impair.Config is a clean loopback path.
+// link describes the path between the two ends of a test pair: loopback
+// sockets, or a virtual path (see vpath). A nil *impair.Config is a clean
+// path.
 type link struct {
 	name string
 	imp  *impair.Config
 }
 
 var links = []link{
-	{name: "loopback"},
+	{name: "clean"},
 	{name: "impaired", imp: &impair.Config{Loss: 0.05, Duplicate: 0.02, Delay: time.Millisecond,
 		Reorder: 0.02, ReorderDelay: 2 * time.Millisecond}},
 }

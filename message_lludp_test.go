@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -14,62 +15,65 @@ import (
 // full of zeros (so zerocoded on the wire) cross an impaired path: the
 // reliable ones exactly once, the unreliable ones at most once, each with
 // its number and delivery mode. The listener learns the client's circuit.
+// Virtual time (see vpath).
 func TestLLUDPMessages(t *testing.T) {
-	circuit := Circuit{Code: 0x01020304, SessionID: [16]byte{1, 2, 3}, AgentID: [16]byte{15: 9}}
-	c, s := messagePair(t, &Config{Protocol: LLUDP, Circuit: circuit}, links[1])
-	got, ok := s.Circuit()
-	require.True(t, ok)
-	require.Equal(t, circuit, got)
-	got, ok = c.Circuit()
-	require.True(t, ok)
-	require.Equal(t, circuit, got)
+	synctest.Test(t, func(t *testing.T) {
+		circuit := Circuit{Code: 0x01020304, SessionID: [16]byte{1, 2, 3}, AgentID: [16]byte{15: 9}}
+		c, s := messagePairOn(t, Config{Protocol: LLUDP, Circuit: circuit}, links[1])
+		got, ok := s.Circuit()
+		require.True(t, ok)
+		require.Equal(t, circuit, got)
+		got, ok = c.Circuit()
+		require.True(t, ok)
+		require.Equal(t, circuit, got)
 
-	numbers := []uint32{5, 0xFF05, 0xFFFF0001, 0xFFFF01AF, StreamMessageNumber}
-	const count = 1500
-	body := func(i int) []byte { // 4 to 1190 bytes, mostly zeros
-		b := make([]byte, 4+i*37%1187)
-		binary.BigEndian.PutUint32(b, uint32(i))
-		return b
-	}
-	go func() {
-		for i := range count {
-			d := Reliable
+		numbers := []uint32{5, 0xFF05, 0xFFFF0001, 0xFFFF01AF, StreamMessageNumber}
+		const count = 1500
+		body := func(i int) []byte { // 4 to 1190 bytes, mostly zeros
+			b := make([]byte, 4+i*37%1187)
+			binary.BigEndian.PutUint32(b, uint32(i))
+			return b
+		}
+		go func() {
+			for i := range count {
+				d := Reliable
+				if i%4 == 3 {
+					d = Unreliable
+				}
+				if err := c.WriteMessage(Message{Data: body(i), Number: numbers[i%len(numbers)], Delivery: d}); err != nil {
+					t.Errorf("write %d: %v", i, err)
+					return
+				}
+			}
+			if err := c.WriteMessage(Message{Data: []byte("end"), Number: 0xFFFF0001}); err != nil {
+				t.Errorf("write end: %v", err)
+			}
+		}()
+		seen := make(map[int]bool)
+		reliable, ended := 0, false
+		for !ended || reliable < count-count/4 { // LLUDP does not order: "end" may overtake
+			m, err := s.ReadMessage()
+			require.NoError(t, err)
+			if string(m.Data) == "end" {
+				ended = true
+				continue
+			}
+			require.GreaterOrEqual(t, len(m.Data), 4)
+			i := int(binary.BigEndian.Uint32(m.Data))
+			require.False(t, seen[i], "message %d twice", i)
+			seen[i] = true
+			require.Equal(t, body(i), m.Data)
+			require.Equal(t, numbers[i%len(numbers)], m.Number)
 			if i%4 == 3 {
-				d = Unreliable
+				require.Equal(t, Unreliable, m.Delivery)
+			} else {
+				require.Equal(t, Reliable, m.Delivery)
+				reliable++
 			}
-			if err := c.WriteMessage(Message{Data: body(i), Number: numbers[i%len(numbers)], Delivery: d}); err != nil {
-				t.Errorf("write %d: %v", i, err)
-				return
-			}
 		}
-		if err := c.WriteMessage(Message{Data: []byte("end"), Number: 0xFFFF0001}); err != nil {
-			t.Errorf("write end: %v", err)
-		}
-	}()
-	seen := make(map[int]bool)
-	reliable, ended := 0, false
-	for !ended || reliable < count-count/4 { // LLUDP does not order: "end" may overtake
-		m, err := s.ReadMessage()
-		require.NoError(t, err)
-		if string(m.Data) == "end" {
-			ended = true
-			continue
-		}
-		require.GreaterOrEqual(t, len(m.Data), 4)
-		i := int(binary.BigEndian.Uint32(m.Data))
-		require.False(t, seen[i], "message %d twice", i)
-		seen[i] = true
-		require.Equal(t, body(i), m.Data)
-		require.Equal(t, numbers[i%len(numbers)], m.Number)
-		if i%4 == 3 {
-			require.Equal(t, Unreliable, m.Delivery)
-		} else {
-			require.Equal(t, Reliable, m.Delivery)
-			reliable++
-		}
-	}
-	require.Equal(t, count-count/4, reliable, "every reliable message")
-	t.Logf("unreliable delivered: %d of %d", len(seen)-reliable, count/4)
+		require.Equal(t, count-count/4, reliable, "every reliable message")
+		t.Logf("unreliable delivered: %d of %d", len(seen)-reliable, count/4)
+	})
 }
 
 // TestLLUDPMessageErrors: numbers and options LLUDP cannot carry are
@@ -89,19 +93,21 @@ func TestLLUDPMessageErrors(t *testing.T) {
 // TestLLUDPCloseIsEOF: Close delivers what was written, then closes the
 // circuit; the peer reads every message, then io.EOF.
 func TestLLUDPCloseIsEOF(t *testing.T) {
-	c, s := messagePair(t, &Config{Protocol: LLUDP}, links[0])
-	for i := range 50 {
-		require.NoError(t, c.WriteMessage(Message{Data: []byte{byte(i)}, Number: 7}))
-	}
-	require.NoError(t, c.Close())
-	seen := make(map[byte]bool)
-	for range 50 {
-		m, err := s.ReadMessage()
-		require.NoError(t, err)
-		seen[m.Data[0]] = true
-	}
-	require.Len(t, seen, 50)
-	requireClosedByPeer(t, s, c)
+	synctest.Test(t, func(t *testing.T) {
+		c, s := messagePairOn(t, Config{Protocol: LLUDP}, links[0])
+		for i := range 50 {
+			require.NoError(t, c.WriteMessage(Message{Data: []byte{byte(i)}, Number: 7}))
+		}
+		require.NoError(t, c.Close())
+		seen := make(map[byte]bool)
+		for range 50 {
+			m, err := s.ReadMessage()
+			require.NoError(t, err)
+			seen[m.Data[0]] = true
+		}
+		require.Len(t, seen, 50)
+		requireClosedByPeer(t, s, c)
+	})
 }
 
 // TestLLUDPWire: a peer that is nothing but a UDP socket sending the
@@ -209,27 +215,31 @@ func TestLLUDPReadWriteTemplateForm(t *testing.T) {
 
 // TestAcceptCircuit: an LLUDP message listener with Config.AcceptCircuit
 // accepts only the circuits it approves; a refused one never reaches
-// Accept and its peer reads io.EOF (CloseCircuit).
+// Accept and its peer reads io.EOF (CloseCircuit). Virtual time (see
+// vpath).
 func TestAcceptCircuit(t *testing.T) {
-	ln := ServerMessages(udpSocket(t, nil, 0), &Config{Protocol: LLUDP,
-		AcceptCircuit: func(c Circuit) bool { return c.Code != 13 }})
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	synctest.Test(t, func(t *testing.T) {
+		vp := newVPath(t, 0)
+		ln := ServerMessages(vp.server, vcfg(Config{Protocol: LLUDP,
+			AcceptCircuit: func(c Circuit) bool { return c.Code != 13 }}))
+		defer ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 
-	bad := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 13}})
-	defer bad.Close()
-	require.NoError(t, bad.Handshake(ctx), "the circuit opens, then is closed")
-	_ = bad.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := bad.ReadMessage()
-	require.ErrorIs(t, err, io.EOF)
+		bad := ClientMessages(vp.client, ln.Addr(), vcfg(Config{Protocol: LLUDP, Circuit: Circuit{Code: 13}}))
+		defer endNow(bad)
+		require.NoError(t, bad.Handshake(ctx), "the circuit opens, then is closed")
+		_ = bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := bad.ReadMessage()
+		require.ErrorIs(t, err, io.EOF)
 
-	good := ClientMessages(udpSocket(t, nil, 0), ln.Addr(), &Config{Protocol: LLUDP, Circuit: Circuit{Code: 14}})
-	defer good.Close()
-	require.NoError(t, good.Handshake(ctx))
-	s := accept(t, ln).(*MessageConn)
-	defer s.Close()
-	c, ok := s.Circuit()
-	require.True(t, ok)
-	require.Equal(t, uint32(14), c.Code, "the refused circuit was never accepted")
+		good := ClientMessages(vp.socket(t, 4001), ln.Addr(), vcfg(Config{Protocol: LLUDP, Circuit: Circuit{Code: 14}}))
+		defer endNow(good)
+		require.NoError(t, good.Handshake(ctx))
+		s := accept(t, ln).(*MessageConn)
+		defer endNow(s)
+		c, ok := s.Circuit()
+		require.True(t, ok)
+		require.Equal(t, uint32(14), c.Code, "the refused circuit was never accepted")
+	})
 }

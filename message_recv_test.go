@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/airhook"
@@ -98,13 +99,11 @@ func TestMessageEchoFullQueue(t *testing.T) {
 	}
 }
 
-// runRawPeer runs eng, an engine of the conn's protocol, on a bare UDP socket:
-// once established it sends count messages, and it reports its pending
-// messages when stopped.
-func runRawPeer(t *testing.T, eng engine.Engine, count int, number uint32) (addr net.Addr, stop func() (pending int)) {
+// runRawPeer runs eng, an engine of the conn's protocol, on pc, a bare
+// socket: once established it sends count messages, and it reports its
+// pending messages when stopped.
+func runRawPeer(t *testing.T, pc net.PacketConn, eng engine.Engine, count int, number uint32) (stop func() (pending int)) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
 	quit, result := make(chan struct{}), make(chan int)
 	go func() {
 		defer pc.Close()
@@ -140,7 +139,7 @@ func runRawPeer(t *testing.T, eng engine.Engine, count int, number uint32) (addr
 			}
 		}
 	}()
-	return pc.LocalAddr(), func() int { close(quit); return <-result }
+	return func() int { close(quit); return <-result }
 }
 
 // TestMessageCloseConfirmsNoMore: a plain engine of each protocol sends
@@ -148,56 +147,58 @@ func runRawPeer(t *testing.T, eng engine.Engine, count int, number uint32) (addr
 // reads 50, waits until its queue is full again, and closes. The peer
 // sees exactly the messages the conn took confirmed (read, or unread at
 // Close, which Stats.Unread counts); none that arrives after Close, which
-// Stats.Unread counts too.
+// Stats.Unread counts too. Virtual time (see vpath).
 func TestMessageCloseConfirmsNoMore(t *testing.T) {
 	const count, read, queue = 300, 50, 50
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			now := time.Now()
-			var eng engine.Engine
-			var err error
-			switch p {
-			case Airhook:
-				eng, err = airhook.New(now, airhook.Config{})
-			case POROUS:
-				eng, err = porous.New(now, porous.Config{Accept: true})
-			case LLUDP:
-				eng, err = lludp.New(now, lludp.Config{Accept: true})
-			case Wirefox:
-				eng, err = wirefox.New(now, wirefox.Config{Accept: true, SendLimit: -1})
-			case Avara:
-				eng, err = avara.New(now, avara.Config{Accept: true, ClientID: 1})
-			}
-			require.NoError(t, err)
-			addr, stop := runRawPeer(t, eng, count, testNumber(p))
-			c := ClientMessages(udpSocket(t, nil, 0), addr, &Config{Protocol: p, MaxRecvBuffer: queue * (RecvMessageOverhead + len("raw 000")), Linger: 2 * time.Second})
-			require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
-			for range read {
-				_, err := c.ReadMessage()
+			synctest.Test(t, func(t *testing.T) {
+				vp := newVPath(t, 0)
+				now := time.Now()
+				var eng engine.Engine
+				var err error
+				switch p {
+				case Airhook:
+					eng, err = airhook.New(now, airhook.Config{})
+				case POROUS:
+					eng, err = porous.New(now, porous.Config{Accept: true})
+				case LLUDP:
+					eng, err = lludp.New(now, lludp.Config{Accept: true})
+				case Wirefox:
+					eng, err = wirefox.New(now, wirefox.Config{Accept: true, SendLimit: -1})
+				case Avara:
+					eng, err = avara.New(now, avara.Config{Accept: true, ClientID: 1})
+				}
 				require.NoError(t, err)
-			}
-			queued := 0
-			require.Eventually(t, func() bool {
-				c.a.mu.Lock()
-				defer c.a.mu.Unlock()
-				full := len(c.queue)-c.head >= queue // refusing: nothing more comes in
-				queued = c.unread()                  // with what POROUS holds back
-				return full
-			}, 10*time.Second, time.Millisecond)
-			require.NoError(t, c.Close())
-			require.GreaterOrEqual(t, c.Stats().Unread, uint64(queued))
-			select {
-			case <-c.Done():
-			case <-time.After(20 * time.Second):
-				t.Fatal("the closed conn never finished")
-			}
-			require.Equal(t, count-read-queued, stop(), "the peer's messages left unconfirmed")
-			if p == Airhook { // no close message: the peer keeps sending until the conn is done
-				st := c.Stats()
-				require.NotZero(t, st.Refused)
-				require.Greater(t, st.Unread, uint64(queued), "messages refused after Close are unread too")
-			}
+				stop := runRawPeer(t, vp.server, eng, count, testNumber(p))
+				c := ClientMessages(vp.client, vp.server.LocalAddr(), vcfg(Config{Protocol: p, MaxRecvBuffer: queue * (RecvMessageOverhead + len("raw 000")), Linger: 2 * time.Second}))
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+				for range read {
+					_, err := c.ReadMessage()
+					require.NoError(t, err)
+				}
+				queued := 0
+				require.Eventually(t, func() bool {
+					c.a.mu.Lock()
+					defer c.a.mu.Unlock()
+					full := len(c.queue)-c.head >= queue // refusing: nothing more comes in
+					queued = c.unread()                  // with what POROUS holds back
+					return full
+				}, 10*time.Second, time.Millisecond)
+				require.NoError(t, c.Close())
+				require.GreaterOrEqual(t, c.Stats().Unread, uint64(queued))
+				select {
+				case <-c.Done():
+				case <-time.After(20 * time.Second):
+					t.Fatal("the closed conn never finished")
+				}
+				require.Equal(t, count-read-queued, stop(), "the peer's messages left unconfirmed")
+				if p == Airhook { // no close message: the peer keeps sending until the conn is done
+					st := c.Stats()
+					require.NotZero(t, st.Refused)
+					require.Greater(t, st.Unread, uint64(queued), "messages refused after Close are unread too")
+				}
+			})
 		})
 	}
 }

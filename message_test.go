@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/lludp"
@@ -44,50 +45,51 @@ func testNumber(p Protocol) uint32 {
 
 // TestMessagesExactlyOnce: for every protocol, 3000 (Avara: 500) reliable messages of
 // 1..256 bytes arrive exactly once each, whole, on a clean and an impaired
-// path.
+// path, in virtual time (see vpath).
 func TestMessagesExactlyOnce(t *testing.T) {
 	for _, p := range Protocols() {
 		for _, l := range links {
 			t.Run(p.String()+"/"+l.name, func(t *testing.T) {
-				t.Parallel()
-				c, s := messagePair(t, &Config{Protocol: p}, l)
-				count := 3000
-				if p == Avara {
-					// The reference's resend timing (a few hundred ms at
-					// least, no RACK) makes each loss cost that much on
-					// an ordered stream of messages.
-					count = 500
-				}
-				msg := func(i int) []byte {
-					m := []byte(fmt.Sprintf("%05d:", i))
-					for len(m) < 1+i%256 {
-						m = append(m, byte(i))
+				synctest.Test(t, func(t *testing.T) {
+					c, s := messagePairOn(t, Config{Protocol: p}, l)
+					count := 3000
+					if p == Avara {
+						// The reference's resend timing (a few hundred ms at
+						// least, no RACK) makes each loss cost that much on
+						// an ordered stream of messages.
+						count = 500
 					}
-					return m[:1+i%256]
-				}
-				go func() {
-					for i := range count {
-						if err := c.WriteMessage(Message{Data: msg(i), Number: testNumber(p)}); err != nil {
-							t.Errorf("write %d: %v", i, err)
-							return
+					msg := func(i int) []byte {
+						m := []byte(fmt.Sprintf("%05d:", i))
+						for len(m) < 1+i%256 {
+							m = append(m, byte(i))
 						}
+						return m[:1+i%256]
 					}
-				}()
-				want := make(map[string]int, count)
-				for i := range count {
-					want[string(msg(i))]++
-				}
-				for range count {
-					m, err := s.ReadMessage()
-					require.NoError(t, err)
-					require.Equal(t, Reliable, m.Delivery)
-					require.Equal(t, testNumber(p), m.Number)
-					want[string(m.Data)]--
-					require.GreaterOrEqual(t, want[string(m.Data)], 0, "duplicate %q", m.Data)
-				}
-				for k, v := range want {
-					require.Zero(t, v, "missing %q", k)
-				}
+					go func() {
+						for i := range count {
+							if err := c.WriteMessage(Message{Data: msg(i), Number: testNumber(p)}); err != nil {
+								t.Errorf("write %d: %v", i, err)
+								return
+							}
+						}
+					}()
+					want := make(map[string]int, count)
+					for i := range count {
+						want[string(msg(i))]++
+					}
+					for range count {
+						m, err := s.ReadMessage()
+						require.NoError(t, err)
+						require.Equal(t, Reliable, m.Delivery)
+						require.Equal(t, testNumber(p), m.Number)
+						want[string(m.Data)]--
+						require.GreaterOrEqual(t, want[string(m.Data)], 0, "duplicate %q", m.Data)
+					}
+					for k, v := range want {
+						require.Zero(t, v, "missing %q", k)
+					}
+				})
 			})
 		}
 	}
@@ -270,40 +272,41 @@ func TestAirhookDialToSilentPeer(t *testing.T) {
 // net.ErrClosed (which means this end closed), on every protocol that
 // carries a close; both before the association ends (POROUS lingers to
 // answer the peer's repeats) and after. Airhook has no close on the wire:
-// its conn learns of the peer's silence at IdleTimeout.
+// its conn learns of the peer's silence at IdleTimeout. Virtual time (see
+// vpath).
 func TestMessageErrorsAfterPeerClose(t *testing.T) {
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
-			t.Parallel()
-			cfg := &Config{Protocol: p, IdleTimeout: 3 * time.Second}
-			c, s := messagePair(t, cfg, links[0])
-			require.NoError(t, c.WriteMessage(Message{Data: []byte("last"), Number: testNumber(p)}))
-			m, err := s.ReadMessage()
-			require.NoError(t, err)
-			require.Equal(t, "last", string(m.Data))
-			require.NoError(t, s.Close())
-			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-			check := func(err error) {
-				t.Helper()
-				require.Error(t, err)
-				require.False(t, errors.Is(err, net.ErrClosed), "%v", err)
-				if p == Airhook {
-					require.ErrorIs(t, err, ErrIdleTimeout)
-				} else {
-					require.ErrorIs(t, err, ErrPeerClosed)
+			synctest.Test(t, func(t *testing.T) {
+				c, s := messagePairOn(t, Config{Protocol: p, IdleTimeout: 3 * time.Second}, links[0])
+				require.NoError(t, c.WriteMessage(Message{Data: []byte("last"), Number: testNumber(p)}))
+				m, err := s.ReadMessage()
+				require.NoError(t, err)
+				require.Equal(t, "last", string(m.Data))
+				require.NoError(t, s.Close())
+				require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+				check := func(err error) {
+					t.Helper()
+					require.Error(t, err)
+					require.False(t, errors.Is(err, net.ErrClosed), "%v", err)
+					if p == Airhook {
+						require.ErrorIs(t, err, ErrIdleTimeout)
+					} else {
+						require.ErrorIs(t, err, ErrPeerClosed)
+					}
 				}
-			}
-			_, err = c.ReadMessage()
-			if p == Airhook {
-				check(err)
-			} else {
-				require.Equal(t, io.EOF, err)
-			}
-			check(c.WriteMessage(Message{Data: []byte("after"), Number: testNumber(p)}))
-			<-c.Done()
-			check(c.WriteMessage(Message{Data: []byte("after"), Number: testNumber(p)}))
-			require.NoError(t, c.Close())
-			require.ErrorIs(t, c.WriteMessage(Message{Data: []byte("closed"), Number: testNumber(p)}), net.ErrClosed)
+				_, err = c.ReadMessage()
+				if p == Airhook {
+					check(err)
+				} else {
+					require.Equal(t, io.EOF, err)
+				}
+				check(c.WriteMessage(Message{Data: []byte("after"), Number: testNumber(p)}))
+				<-c.Done()
+				check(c.WriteMessage(Message{Data: []byte("after"), Number: testNumber(p)}))
+				require.NoError(t, c.Close())
+				require.ErrorIs(t, c.WriteMessage(Message{Data: []byte("closed"), Number: testNumber(p)}), net.ErrClosed)
+			})
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pion/logging"
 	"github.com/pion/transport/v3/vnet"
+	"github.com/rudpkit/rudp/internal/impair"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,6 +75,20 @@ func newVPath(t *testing.T, lossPercent int) *vpath {
 	t.Cleanup(func() { _ = router.Stop() })
 	p.server, p.client = pcs[0], pcs[1]
 	return p
+}
+
+// impair wraps the path's two sockets in imp's impairments of what they
+// send (seeded apart), if imp is not nil. Call it before the sockets are
+// used.
+func (p *vpath) impair(imp *impair.Config) {
+	if imp == nil {
+		return
+	}
+	for i, pc := range []*net.PacketConn{&p.server, &p.client} {
+		cfg := *imp
+		cfg.Seed = uint64(i + 1)
+		*pc = impair.New(*pc, cfg)
+	}
 }
 
 // socket opens another socket on the client's host, closed at the end of
@@ -189,6 +204,18 @@ func endNow(conns ...net.Conn) {
 		c.(interface{ base() *connBase }).base().a.abandon(errClosed)
 		<-doneOf(c)
 	}
+}
+
+// messagePairOn connects a message conn pair of cfg (its Rand seeded, see
+// vcfg) over a fresh path impaired as l, with every Read and Write bounded
+// by ioBound: messagePair in virtual time, inside a synctest bubble.
+func messagePairOn(t *testing.T, cfg Config, l link) (c, s *MessageConn) {
+	t.Helper()
+	vp := newVPath(t, 0)
+	vp.impair(l.imp)
+	c, s, _ = vp.messages(t, vcfg(cfg))
+	bound(t, c, s)
+	return c, s
 }
 
 // messages connects a message conn over the path, as streams does.

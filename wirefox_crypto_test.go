@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -22,36 +23,39 @@ func wirefoxEncrypted(t *testing.T) *Config {
 		WirefoxChannels: []WirefoxChannelMode{WirefoxOrdered}}
 }
 
-// TestWirefoxEncryptedMessages: over real UDP, on a clean and an impaired
-// path, 200 reliable messages of 1..4976 bytes (fragmented above 1200)
-// arrive exactly once, in order on the ORDERED channel, between encrypted
-// Wirefox message conns, and no datagram fails to open.
+// TestWirefoxEncryptedMessages: on a clean and an impaired path, in
+// virtual time (see vpath), 200 reliable messages of 1..4976 bytes
+// (fragmented above 1200) arrive exactly once, in order on the ORDERED
+// channel, between encrypted Wirefox message conns, and no datagram fails
+// to open.
 func TestWirefoxEncryptedMessages(t *testing.T) {
 	for _, l := range links {
 		t.Run(l.name, func(t *testing.T) {
-			c, s := messagePair(t, wirefoxEncrypted(t), l)
-			const count = 200
-			msg := func(i int) []byte {
-				m := append([]byte{16}, fmt.Sprintf("%05d:", i)...)
-				for len(m) < 1+i*25 {
-					m = append(m, byte(i))
-				}
-				return m
-			}
-			go func() {
-				for i := range count {
-					if err := c.WriteMessage(Message{Data: msg(i), Channel: 1}); err != nil {
-						t.Errorf("write %d: %v", i, err)
-						return
+			synctest.Test(t, func(t *testing.T) {
+				c, s := messagePairOn(t, *wirefoxEncrypted(t), l)
+				const count = 200
+				msg := func(i int) []byte {
+					m := append([]byte{16}, fmt.Sprintf("%05d:", i)...)
+					for len(m) < 1+i*25 {
+						m = append(m, byte(i))
 					}
+					return m
 				}
-			}()
-			for i := range count {
-				m, err := s.ReadMessage()
-				require.NoError(t, err)
-				require.Equal(t, msg(i), m.Data)
-			}
-			require.Zero(t, c.Stats().PacketsRejected+s.Stats().PacketsRejected)
+				go func() {
+					for i := range count {
+						if err := c.WriteMessage(Message{Data: msg(i), Channel: 1}); err != nil {
+							t.Errorf("write %d: %v", i, err)
+							return
+						}
+					}
+				}()
+				for i := range count {
+					m, err := s.ReadMessage()
+					require.NoError(t, err)
+					require.Equal(t, msg(i), m.Data)
+				}
+				require.Zero(t, c.Stats().PacketsRejected+s.Stats().PacketsRejected)
+			})
 		})
 	}
 }
