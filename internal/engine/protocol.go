@@ -16,9 +16,18 @@ import (
 // everything that package needs of a protocol besides the Engine
 // methods, so that it keeps a table of protocols and no code of its own
 // per protocol. Each engine package exports one (airhook.Protocol,
-// porous.Protocol, …); nil function fields mean the protocol has no such
-// feature. Opts is the protocol's own options, the type its package
-// defines (its zero value where the package above gave none).
+// porous.Protocol, …). Name, IsOpening, Validate, New, Describe and
+// Handshake are required; the other function fields may be nil, meaning
+// the protocol has no such feature. Opts is the protocol's own options,
+// the type its package defines (its zero value where the package above
+// gave none).
+//
+// A message listener takes an engine's leaving StateHandshake as proof
+// that the peer receives what this end sends, unless the engine is a
+// Prover: an engine whose server side leaves the handshake on the
+// client's first datagram must implement Prover. A stream's frames are
+// at most 1500 bytes with Stream.Prefix, so Capabilities.MaxMessage of a
+// stream's engine (Setup.Stream) must stay within that.
 type Protocol struct {
 	// Name is the protocol's name in lower case ("porous").
 	Name string
