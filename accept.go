@@ -1,6 +1,7 @@
 package rudp
 
 import (
+	"context"
 	"net"
 	"slices"
 	"sync"
@@ -118,8 +119,9 @@ func (q *acceptQueue[T]) ready(c T) bool {
 	return true
 }
 
-// accept waits for the next ready peer.
-func (q *acceptQueue[T]) accept() (T, error) {
+// accept waits for the next ready peer, or for ctx to end (then it
+// returns ctx.Err()).
+func (q *acceptQueue[T]) accept(ctx context.Context) (T, error) {
 	for {
 		q.mu.Lock()
 		if len(q.queue) > 0 {
@@ -143,6 +145,9 @@ func (q *acceptQueue[T]) accept() (T, error) {
 			case <-q.done:
 				continue // a peer ready before the close still counts
 			case <-q.ep.Done():
+			case <-ctx.Done():
+				var zero T
+				return zero, ctx.Err()
 			}
 		}
 		var zero T

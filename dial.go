@@ -38,11 +38,16 @@ func (d *Dialer) Dial(network, address string) (net.Conn, error) {
 // refused (the peer's port answered with ICMP port unreachable),
 // ErrHandshakeTimeout, ErrProtocol, or ctx's error.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	c, err := dial(ctx, d.Config, d.LocalAddr, streamNetwork(network), address, true, newConn)
+	c, err := d.DialStream(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// DialStream is DialContext returning the *Conn itself.
+func (d *Dialer) DialStream(ctx context.Context, network, address string) (*Conn, error) {
+	return dial(ctx, d.Config, d.LocalAddr, streamNetwork(network), address, true, newConn)
 }
 
 // dial opens a connected socket to address and runs a conn of kind T on it

@@ -55,11 +55,26 @@ type ListenConfig struct {
 // network is "udp", "udp4" or "udp6", or "tcp", "tcp4", "tcp6" taken as
 // those. ctx bounds the bind only. The listener is a *Listener.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	return lc.ListenStreams(ctx, network, address)
+}
+
+// ListenStreams is Listen returning the *Listener itself.
+func (lc *ListenConfig) ListenStreams(ctx context.Context, network, address string) (*Listener, error) {
 	cfg, pc, err := listenSocket(ctx, lc.Config, streamNetwork(network), address)
 	if err != nil {
 		return nil, err
 	}
 	return &Listener{listener: newListener(pc, cfg, true, newConn)}, nil
+}
+
+// ListenMessages listens for message conns on a new UDP socket bound to
+// address. network is "udp", "udp4" or "udp6". ctx bounds the bind only.
+func (lc *ListenConfig) ListenMessages(ctx context.Context, network, address string) (*MessageListener, error) {
+	cfg, pc, err := listenSocket(ctx, lc.Config, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &MessageListener{listener: newListener(pc, cfg, false, newMessageConn)}, nil
 }
 
 // Server returns a Listener that accepts rudp streams arriving on pc. The
@@ -74,12 +89,17 @@ func Server(pc net.PacketConn, config *Config) *Listener {
 // Accept waits for the next conn whose handshake has completed and returns
 // it as a *Conn. After Close it returns an error wrapping net.ErrClosed.
 func (l *Listener) Accept() (net.Conn, error) {
-	c, err := l.listener.accept()
+	c, err := l.listener.accept(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// AcceptContext waits for the next conn whose handshake has completed, or
+// for ctx to end, when it returns ctx.Err(). After Close it returns an
+// error wrapping net.ErrClosed.
+func (l *Listener) AcceptContext(ctx context.Context) (*Conn, error) { return l.listener.accept(ctx) }
 
 // Close stops accepting, resets the conns never accepted and drops the new
 // peers still in their handshake. Conns already accepted are unaffected.
@@ -118,11 +138,21 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 	return newListener(pc, cfg, stream, mk)
 }
 
+// newListener builds a listener of conns of kind T over pc, as the one
+// listener of a Transport of its own whose socket it owns: closing it
+// releases the socket, which closes once its conns have ended too.
 func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
-	ep := newEndpoint(pc, false, cfg.Logger)
-	l := listenOn(ep, cfg, stream, mk, func(f newPeerFn) { ep.SetNewPeer(f) })
-	ep.Serve()
+	t := &Transport{Conn: pc, cfg: cfg}
+	slot := &t.messages
+	if stream {
+		slot = &t.streams
+	}
+	l, err := listenTransport(t, slot, stream, mk)
+	if err != nil { // cfg was resolved: only a closed Transport fails, and t is new
+		return listener[T]{ep: t.ep, cfgErr: err}
+	}
+	l.shared = false
 	return l
 }
 
@@ -148,12 +178,12 @@ func listenOn[T acceptable](ep *socket.Endpoint, cfg *Config, stream bool,
 	return listener[T]{ep: ep, q: q, detach: func() { set(nil) }}
 }
 
-func (l *listener[T]) accept() (T, error) {
+func (l *listener[T]) accept(ctx context.Context) (T, error) {
 	if l.cfgErr != nil {
 		var zero T
 		return zero, &net.OpError{Op: "accept", Net: "rudp", Err: l.cfgErr}
 	}
-	return l.q.accept()
+	return l.q.accept(ctx)
 }
 
 // Close implements Listener.Close and MessageListener.Close.

@@ -15,11 +15,8 @@ var _ net.Listener = (*MessageListener)(nil)
 // ListenMessages listens for message conns on a new UDP socket bound to
 // address. network is "udp", "udp4" or "udp6"; config nil means defaults.
 func ListenMessages(network, address string, config *Config) (*MessageListener, error) {
-	cfg, pc, err := listenSocket(context.Background(), config, network, address)
-	if err != nil {
-		return nil, err
-	}
-	return &MessageListener{listener: newListener(pc, cfg, false, newMessageConn)}, nil
+	lc := ListenConfig{Config: config}
+	return lc.ListenMessages(context.Background(), network, address)
 }
 
 // ServerMessages returns a MessageListener for the message conns arriving on
@@ -34,7 +31,7 @@ func ServerMessages(pc net.PacketConn, config *Config) *MessageListener {
 // holding a *MessageConn. After Close it returns an error wrapping
 // net.ErrClosed.
 func (l *MessageListener) Accept() (net.Conn, error) {
-	c, err := l.listener.accept()
+	c, err := l.listener.accept(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +39,15 @@ func (l *MessageListener) Accept() (net.Conn, error) {
 }
 
 // AcceptMessages is Accept returning the *MessageConn itself.
-func (l *MessageListener) AcceptMessages() (*MessageConn, error) { return l.listener.accept() }
+func (l *MessageListener) AcceptMessages() (*MessageConn, error) {
+	return l.listener.accept(context.Background())
+}
+
+// AcceptContext is AcceptMessages until ctx ends, when it returns
+// ctx.Err().
+func (l *MessageListener) AcceptContext(ctx context.Context) (*MessageConn, error) {
+	return l.listener.accept(ctx)
+}
 
 // Close stops accepting, resets the conns never accepted and drops the new
 // peers still in their handshake. Conns already accepted are unaffected.
@@ -60,7 +65,25 @@ func (l *MessageListener) Addr() net.Addr { return l.listener.Addr() }
 // network is "udp", "udp4" or "udp6"; config nil means defaults. Errors
 // are as for Dialer.DialContext.
 func DialMessages(ctx context.Context, network, address string, config *Config) (*MessageConn, error) {
-	return dial(ctx, config, nil, network, address, false, newMessageConn)
+	d := MessageDialer{Config: config}
+	return d.DialContext(ctx, network, address)
+}
+
+// MessageDialer holds options for dialing message conns, as Dialer does
+// for streams. The zero value dials with the default Config from an
+// ephemeral port.
+type MessageDialer struct {
+	// Config configures the conn; nil means defaults.
+	Config *Config
+	// LocalAddr is the local UDP address to bind; nil picks one.
+	LocalAddr net.Addr
+}
+
+// DialContext opens a message conn to address over UDP ("udp", "udp4" or
+// "udp6") and completes the protocol's handshake before ctx ends and
+// within Config.HandshakeTimeout. Errors are as for Dialer.DialContext.
+func (d *MessageDialer) DialContext(ctx context.Context, network, address string) (*MessageConn, error) {
+	return dial(ctx, d.Config, d.LocalAddr, network, address, false, newMessageConn)
 }
 
 // ClientMessages returns a message conn to raddr over pc; the handshake runs

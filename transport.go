@@ -40,7 +40,7 @@ type Transport struct {
 
 	once sync.Once
 	err  error // an invalid Config, or a Transport without Conn
-	cfg  *Config
+	cfg  *Config // Config resolved
 	ep   *socket.Endpoint
 
 	mu        sync.Mutex
@@ -57,9 +57,11 @@ func (t *Transport) init() error {
 			t.err = fmt.Errorf("rudp: Transport.Conn is nil")
 			return
 		}
-		t.cfg, t.err = t.Config.resolved()
-		if t.err != nil {
-			return
+		if t.cfg == nil { // else resolved already (newListener)
+			t.cfg, t.err = t.Config.resolved()
+			if t.err != nil {
+				return
+			}
 		}
 		t.ep = newEndpoint(t.Conn, isConnected(t.Conn), t.cfg.Logger)
 		t.ep.SetNewPeer(t.newPeer)
