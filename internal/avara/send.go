@@ -43,8 +43,8 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		return 0
 	}
 	s.now = now
-	if at, ok, err := s.end(); ok && !now.Before(at) {
-		s.fail(err)
+	if end := s.end(); end.Due(now) {
+		s.fail(s.endError(end.Err))
 		return 0
 	}
 	if len(buf) < s.cfg.MaxDatagram {

@@ -42,8 +42,8 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		s.fail(err)
 		return n
 	}
-	if at, ok, cause := s.endAt(); ok && !now.Before(at) {
-		s.fail(s.endError(cause))
+	if end := s.endAt(); end.Due(now) {
+		s.fail(s.endError(end.Err))
 		return 0
 	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {

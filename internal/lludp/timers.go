@@ -16,33 +16,24 @@ func (s *Session) Deadline() time.Time {
 	if s.state == engine.StateClosed {
 		return time.Time{}
 	}
-	var d time.Time
-	earliest := func(t time.Time, ok bool) {
-		if ok && (d.IsZero() || t.Before(d)) {
-			d = t
-		}
-	}
-	if s.state == engine.StateClosing {
-		earliest(s.closeAt.Add(s.cfg.Linger), true)
-	}
-	at, ok, _ := s.endAt()
-	earliest(at, ok)
-	earliest(s.now, s.hello != nil || s.nPongs > 0)
-	if t, ok := s.dataAt(); ok {
-		earliest(t, true)
-	}
+	var d engine.Earliest
+	d.Add(s.closeAt.Add(s.cfg.Linger), s.state == engine.StateClosing)
+	end := s.endAt()
+	d.Add(end.At, end.OK)
+	d.Add(s.now, s.hello != nil || s.nPongs > 0)
+	d.Add(s.dataAt())
 	if m := s.resend.head; m != nil {
-		earliest(s.timeoutAt(m), true)
-		earliest(s.cc.LostAt(&m.pkt, s.roundTrip()))
+		d.Add(s.timeoutAt(m), true)
+		d.Add(s.cc.LostAt(&m.pkt, s.roundTrip()))
 	}
 	if m := s.suspect.head; m != nil {
-		earliest(m.sentAt.Add(s.rto()), true)
+		d.Add(m.sentAt.Add(s.rto()), true)
 	}
-	earliest(s.chal.Until, s.chal.Running())
-	earliest(s.pingDue())
-	earliest(s.ackDue())
-	earliest(s.closeDue())
-	return d
+	d.Add(s.chal.Until, s.chal.Running())
+	d.Add(s.pingDue())
+	d.Add(s.ackDue())
+	d.Add(s.closeDue())
+	return d.Time()
 }
 
 // dataAt returns when the next datagram carrying a message may leave, as
@@ -133,46 +124,30 @@ func (s *Session) closeDue() (time.Time, bool) {
 	return s.closeNext, true
 }
 
-// endCause is why a session fails by itself.
-type endCause uint8
-
-const (
-	endHandshake endCause = iota + 1
-	endIdle
-	endResend
-)
-
-// endAt returns the earliest time at which the session fails by itself and
-// why: the handshake timeout, the idle timeout, or the timeout after the
-// last allowed resend of the oldest transmission (docs/protocols/lludp.md §3.4). Linger is
-// handled by Poll.
-func (s *Session) endAt() (at time.Time, ok bool, cause endCause) {
-	consider := func(t time.Time, c endCause) {
-		if !ok || t.Before(at) {
-			at, ok, cause = t, true, c
-		}
-	}
+// endAt returns the timers that fail the session by themselves: the
+// handshake timeout, the idle timeout, and the timeout after the last
+// allowed resend of the oldest transmission (docs/protocols/lludp.md
+// §3.4), engine.ErrRetransmitLimit, which endError details when it
+// fires. Linger is handled by Poll.
+func (s *Session) endAt() (end engine.End) {
 	if s.state == engine.StateHandshake && s.cfg.HandshakeTimeout > 0 {
-		consider(s.created.Add(s.cfg.HandshakeTimeout), endHandshake)
+		end.Add(s.created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
 	}
 	if s.cfg.IdleTimeout > 0 {
-		consider(s.lastRecv.Add(s.cfg.IdleTimeout), endIdle)
+		end.Add(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
 	}
 	for _, m := range []*outMsg{s.resend.head, s.suspect.head} {
 		if m != nil && s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit {
-			consider(m.sentAt.Add(s.rto()), endResend)
+			end.Add(m.sentAt.Add(s.rto()), engine.ErrRetransmitLimit)
 		}
 	}
-	return at, ok, cause
+	return end
 }
 
-// endError is Err for cause.
-func (s *Session) endError(cause endCause) error {
-	switch cause {
-	case endHandshake:
-		return engine.ErrHandshakeTimeout
-	case endIdle:
-		return engine.ErrIdleTimeout
+// endError is Err when the end timer that fires ends with err.
+func (s *Session) endError(err error) error {
+	if err != engine.ErrRetransmitLimit {
+		return err
 	}
 	m := s.resend.head
 	if h := s.suspect.head; m == nil || h != nil && h.sentAt.Before(m.sentAt) {

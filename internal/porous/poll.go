@@ -233,14 +233,12 @@ func (s *Session) Deadline() time.Time {
 	if s.ctl.Len() > 0 || s.st == stConnected && (len(s.ackq) > 0 || s.closing && s.flushed()) {
 		return s.now
 	}
-	var d time.Time
+	var d engine.Earliest
 	if s.st == stConnected {
-		d, _ = s.dataAt()
+		d.Add(s.dataAt())
 	}
 	for _, t := range s.timers {
-		if d.IsZero() || t.Before(d) {
-			d = t
-		}
+		d.Add(t, true)
 	}
-	return d
+	return d.Time()
 }

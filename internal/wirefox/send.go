@@ -152,10 +152,15 @@ func (s *Session) timers(now time.Time) {
 		s.fail(s.lingerError())
 		return
 	}
+	if end := s.ends(); end.Due(now) {
+		if end.Err == engine.ErrIdleTimeout && s.state == engine.StateClosing && s.pending == 0 {
+			end.Err = nil // all acknowledged: the peer is gone, its DISCONNECT_ACK lost
+		}
+		s.fail(end.Err)
+		return
+	}
 	if s.phase != phaseDone {
 		switch {
-		case s.cfg.HandshakeTimeout > 0 && !now.Before(s.hsStart.Add(s.cfg.HandshakeTimeout)):
-			s.fail(engine.ErrHandshakeTimeout)
 		case s.phase == phaseInitial && s.failAfter == nil && !now.Before(s.hsNext):
 			if s.hsSent >= HandshakeAttempts && s.cfg.HandshakeTimeout == 0 {
 				s.fail(fmt.Errorf("%w: wirefox: no answer after %d attempts", engine.ErrHandshakeTimeout, s.hsSent))
@@ -171,14 +176,6 @@ func (s *Session) timers(now time.Time) {
 			s.hsSent++
 			s.hsNext = now.Add(proofInterval)
 		}
-		return
-	}
-	if s.cfg.IdleTimeout > 0 && !now.Before(s.lastRecv.Add(s.cfg.IdleTimeout)) {
-		if s.state == engine.StateClosing && s.pending == 0 {
-			s.fail(nil) // all acknowledged: the peer is gone, its DISCONNECT_ACK lost
-			return
-		}
-		s.fail(engine.ErrIdleTimeout)
 		return
 	}
 	s.nakGaps(now)
