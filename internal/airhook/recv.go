@@ -33,7 +33,7 @@ var (
 // Rejected datagrams are counted in Stats.PacketsRejected; no error
 // changes any protocol state. Messages are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return engine.ErrClosed
 	}
 	p := &s.pkt
@@ -90,7 +90,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 // received accounts for a datagram that came from the peer.
 func (s *Session) received(now time.Time, n int) {
 	s.now = now
-	s.lastRecv = now
+	s.LastRecv = now
 	s.stats.PacketsReceived++
 	s.stats.BytesReceived += uint64(n)
 }
@@ -192,13 +192,13 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 	case confIn != s.nextIn || len(p.Missed) > 0:
 		s.retryArmed = true
 	}
-	if s.state == engine.StateHandshake && s.peerKnowsUs {
+	if s.peerKnowsUs {
 		// Open once the peer has echoed our session ID, as the reference
 		// judges it ("state confirmed", docs/protocols/airhook.md §3.2): only an endpoint
 		// that received our random ID can echo it. Our session push may
 		// still await the peer's confirmation, which a reference peer
 		// with nothing to send gives only with its next transmission.
-		s.state = engine.StateEstablished
+		s.Establish()
 	}
 }
 
@@ -249,7 +249,7 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 // running.
 func (s *Session) challenged(now time.Time) bool {
 	switch {
-	case s.cfg.NoChallenge || s.state == engine.StateHandshake || s.chalPassed:
+	case s.cfg.NoChallenge || s.State() == engine.StateHandshake || s.chalPassed:
 		return true
 	case !s.chalOn:
 		s.chalOn, s.chalSend = true, true

@@ -1,7 +1,6 @@
 package airhook
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -34,6 +33,11 @@ type record struct {
 
 // Session is one Airhook endpoint talking to one peer: a sans-I/O state
 // machine implementing engine.Engine. It is not safe for concurrent use.
+// It is established once the peer has echoed our session ID
+// (docs/protocols/airhook.md §3.2); a peer restart adopted later does not
+// return it to StateHandshake. Err is engine.ErrHandshakeTimeout,
+// engine.ErrIdleTimeout or an error wrapping engine.ErrLingerTimeout once
+// it ended by itself.
 // Its small fields are grouped so that it fits 1,280 bytes, a size class
 // of the allocator: every idle stream keeps one.
 type Session struct {
@@ -50,7 +54,6 @@ type Session struct {
 	confirmed        uint8  // newest octet of ours the peer confirmed
 	confIn           uint8  // with a log of one record: the nextIn of confirmed's (see confirmedIn)
 	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
-	state            engine.State
 	nMissed          uint16 // entries of missed
 	// log holds the records of our packets from confirmed to lastSent, by
 	// the low octets of their sequence numbers modulo its length, a power
@@ -69,14 +72,13 @@ type Session struct {
 
 	recv engine.FIFO[engine.Message]
 
+	engine.Lifecycle
+
 	cc           *congestion.Controller
 	rtt          engine.RTT
 	now          time.Time // latest time seen
-	created      time.Time
 	lastTransmit time.Time
-	lastRecv     time.Time
 	lastProbe    time.Time
-	closeAt      time.Time
 	kickAt       time.Time // when a packet is due, if kick
 	kick         bool      // a packet is due at kickAt
 	retryArmed   bool      // a packet is due one RTO after the last transmit
@@ -91,7 +93,6 @@ type Session struct {
 	chalUntil  time.Time     // when it runs out
 	chalEvery  time.Duration // how often it probes
 
-	err   error
 	stats engine.Stats
 
 	pkt Packet // scratch for decoding and encoding
@@ -122,10 +123,9 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			Logger:      cfg.Logger,
 			Tracer:      cfg.Tracer,
 		}),
+		Lifecycle:    engine.NewLifecycle(now),
 		now:          now,
-		created:      now,
 		lastTransmit: now,
-		lastRecv:     now,
 		lastProbe:    now,
 		kick:         true,
 		kickAt:       now,
@@ -254,7 +254,7 @@ func (s *Session) PeerSession() uint32 { return s.peer }
 // when Config.MaxQueued messages are pending.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.State() >= engine.StateClosing:
 		return engine.ErrClosed
 	case opt.Delivery != engine.Reliable && opt.Delivery <= engine.Passive:
 		return engine.Unsupported("airhook", "%v delivery (only reliable)", opt.Delivery)
@@ -322,29 +322,8 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // arrived for max(2 RTO, MinTimeWait) — or when Config.Linger runs out.
 func (s *Session) Close(now time.Time) {
 	s.now = now
-	switch s.state {
-	case engine.StateHandshake:
-		if s.peer == 0 || s.pending == 0 {
-			s.state = engine.StateClosed
-			return
-		}
-		s.state = engine.StateClosing
-		s.closeAt = now
-	case engine.StateEstablished:
-		s.state = engine.StateClosing
-		s.closeAt = now
-	}
+	s.BeginClose(now, s.peer == 0 || s.pending == 0)
 }
-
-// State returns the lifecycle state. The session is established once the
-// peer has echoed our session ID (docs/protocols/airhook.md §3.2); a peer restart adopted
-// later does not return it to StateHandshake.
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session closed: engine.ErrHandshakeTimeout,
-// engine.ErrIdleTimeout or an error wrapping engine.ErrLingerTimeout; nil
-// while open and after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
 // the congestion window (there is one channel).
@@ -373,18 +352,4 @@ func (s *Session) Capabilities() engine.Capabilities {
 		MaxQueued:  s.cfg.MaxQueued,
 		Channels:   1,
 	}
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
-}
-
-// lingerError is Err after Linger ran out with messages unconfirmed.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unconfirmed", engine.ErrLingerTimeout, s.pending)
 }

@@ -511,7 +511,7 @@ func TestKeepAliveProbeAndIdleTimeout(t *testing.T) {
 	p := idlePair(t, Config{Session: idA, KeepAlive: keep, IdleTimeout: idle}, Config{Session: idB})
 	a := p.A
 	require.True(t, p.B.Deadline().IsZero(), "B idle")
-	last := a.lastRecv
+	last := a.LastRecv
 	require.Equal(t, last.Add(keep), a.Deadline())
 
 	// The probe: next sequence number, no messages, observed octet as in
@@ -537,7 +537,7 @@ func TestKeepAliveProbeAndIdleTimeout(t *testing.T) {
 	// Cut the links: A probes every keep and gives up after idle.
 	p.AB.Cut, p.BA.Cut = true, true
 	sent := a.Stats().PacketsSent
-	lastRecv := a.lastRecv
+	lastRecv := a.LastRecv
 	p.RunUntil(100, func() bool { return a.State() == engine.StateClosed })
 	require.Equal(t, lastRecv.Add(idle), p.Now)
 	require.ErrorIs(t, a.Err(), engine.ErrIdleTimeout)
@@ -632,7 +632,7 @@ func TestCloseGraceful(t *testing.T) {
 	require.Equal(t, 300, gotB+len(drain(p.B)), "queued messages still delivered")
 	require.Equal(t, 300, gotA+len(drain(p.A)), "the peer still answered")
 	require.Zero(t, p.A.Pending())
-	require.Equal(t, p.A.lastRecv.Add(max(2*p.A.rtt.RTO(), MinTimeWait)), p.Now,
+	require.Equal(t, p.A.LastRecv.Add(max(2*p.A.rtt.RTO(), MinTimeWait)), p.Now,
 		"closed after a TIME-WAIT without datagrams")
 	require.Less(t, p.Now.Sub(closeAt), DefaultLinger)
 }

@@ -30,7 +30,7 @@ func (s *Session) isClose(cmd, p1 int8) bool {
 // ends what is ending), else once a challenge ran out unanswered. It
 // starts one, queueing its probe, when none runs.
 func (s *Session) challenged(now time.Time) bool {
-	if !s.cfg.ChallengeClose || s.state != engine.StateEstablished {
+	if !s.cfg.ChallengeClose || s.State() != engine.StateEstablished {
 		return true
 	}
 	s.challenges++

@@ -46,7 +46,7 @@ var (
 // an established session first challenges it, see challenge.go). Data
 // are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return engine.ErrClosed
 	}
 	d := &s.dg
@@ -103,12 +103,12 @@ func (s *Session) isLogin(m *Message) bool {
 // handle applies an accepted datagram of n bytes.
 func (s *Session) handle(now time.Time, d *Datagram, n int) {
 	s.earn(now) // at the rate before a Control changes it
-	s.now, s.lastRecv = now, now
+	s.now, s.LastRecv = now, now
 	s.stats.PacketsReceived++
 	s.stats.BytesReceived += uint64(n)
 	s.unheard = 0
 	sample := s.applyAcks(now, d)
-	for i := 0; i < len(d.Messages) && s.state != engine.StateClosed; i++ {
+	for i := 0; i < len(d.Messages) && s.State() != engine.StateClosed; i++ {
 		s.receive(now, &d.Messages[i])
 	}
 	s.detectLosses(now)
@@ -333,8 +333,8 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 	case CommandTOC:
 		if s.cfg.Client && p.P3 == s.cfg.Seed && p.P1 >= 1 && p.P1 <= MaxClients {
 			s.id, s.table = p.P1, parseTOC(data)
-			if s.state == engine.StateHandshake {
-				s.state = engine.StateEstablished
+			if s.State() == engine.StateHandshake {
+				s.Establish()
 				s.queueControl()
 			}
 		}
@@ -357,7 +357,7 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 // checkClosed ends a closing session once everything, its Logout
 // included, is acknowledged.
 func (s *Session) checkClosed() {
-	if s.state == engine.StateClosing && len(s.flight) == 0 && len(s.ctl) == 0 && s.queue.Len() == 0 {
-		s.state = engine.StateClosed
+	if s.State() == engine.StateClosing && len(s.flight) == 0 && len(s.ctl) == 0 && s.queue.Len() == 0 {
+		s.Fail(nil)
 	}
 }

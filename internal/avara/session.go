@@ -1,7 +1,6 @@
 package avara
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -86,15 +85,22 @@ type held struct {
 }
 
 // Session is one end of one Avara connection: a sans-I/O state machine
-// implementing engine.Engine. It is not safe for concurrent use.
+// implementing engine.Engine. It is not safe for concurrent use. A client
+// is established once the TOC gave it its id, a server once the client
+// acknowledged its first TOC (validate.go). Err, once it ended, wraps
+// engine.ErrHandshakeTimeout (a client without a TOC: the password may be
+// wrong or the server full, which the reference does not answer),
+// engine.ErrRetransmitLimit (Config.DeadTimeout without an
+// acknowledgement), engine.ErrIdleTimeout, engine.ErrLingerTimeout, or
+// engine.ErrPeerClosed when the peer logged out with messages of ours
+// pending.
 type Session struct {
-	cfg   Config
-	state engine.State
-	err   error
+	cfg Config
+	engine.Lifecycle
 
-	now, created, lastRecv time.Time
-	lastPoke               time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
-	extraPoke              time.Time // a Ping asked for by PingAt; zero if none
+	now       time.Time
+	lastPoke  time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
+	extraPoke time.Time // a Ping asked for by PingAt; zero if none
 
 	// Identities (docs/protocols/avara.md §3.1).
 	id       int8    // our player id: 0 on a server, from the TOC on a client (−1 before)
@@ -139,8 +145,7 @@ type Session struct {
 	seen        []seenSum // checksums of the messages taken, seenSerials/2 slots
 	behindSince time.Time // since when the peer's ack fields stay behind peerAck
 
-	closeAt time.Time
-	logout  *outMsg // our Logout, once Close queued it
+	logout *outMsg // our Logout, once Close queued it
 
 	// Challenged closes (Config.ChallengeClose, challenge.go).
 	chal       engine.Challenge
@@ -160,9 +165,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	}
 	s := &Session{
 		cfg:       cfg,
+		Lifecycle: engine.NewLifecycle(now),
 		now:       now,
-		created:   now,
-		lastRecv:  now,
 		lastAcked: now,
 		quotaAt:   now,
 		peerAck:   NothingReceived,
@@ -215,7 +219,7 @@ func (s *Session) SendTOC(t TOC) error {
 	switch {
 	case s.cfg.Client:
 		return engine.ErrUnsupported
-	case s.state != engine.StateEstablished:
+	case s.State() != engine.StateEstablished:
 		return engine.ErrClosed
 	}
 	s.queueTOC(&t)
@@ -255,7 +259,7 @@ func (s *Session) maxMessage() int {
 // A client's messages wait until the TOC has given it its id.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.State() >= engine.StateClosing:
 		return engine.ErrClosed
 	case opt.Delivery != engine.Reliable && opt.Delivery <= engine.Passive:
 		return engine.Unsupported("avara", "%v delivery (every Avara message is reliable)", opt.Delivery)
@@ -319,35 +323,13 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // its queues, so nothing, the acknowledgement included, is written to it
 // again).
 func (s *Session) Close(now time.Time) {
-	switch {
-	case s.state == engine.StateHandshake && !s.login:
-		s.state = engine.StateClosed
-		return
-	case s.state == engine.StateEstablished, s.state == engine.StateHandshake:
-	default:
+	if !s.BeginClose(now, !s.login) {
 		return
 	}
 	s.now = now
-	s.state = engine.StateClosing
-	s.closeAt = now
 	s.logout = &outMsg{transport: true, params: engine.Params{Command: CommandLogout, P1: s.id}}
 	s.queue.Push(s.logout)
 }
-
-// State returns the lifecycle state: a client is established once the
-// TOC gave it its id, a server once the client acknowledged its first
-// TOC (validate.go).
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session ended: an error wrapping
-// engine.ErrHandshakeTimeout (a client without a TOC: the password may be
-// wrong or the server full, which the reference does not answer), one
-// wrapping engine.ErrRetransmitLimit (Config.DeadTimeout without an
-// acknowledgement), engine.ErrIdleTimeout, one wrapping
-// engine.ErrLingerTimeout, or one wrapping engine.ErrPeerClosed when the
-// peer logged out with messages of ours pending. It is nil while open and
-// after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
 // the congestion window (there is one channel).
@@ -401,18 +383,4 @@ func (s *Session) Trim() {
 		s.flight = nil
 	}
 	s.cc.Trim()
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
-}
-
-// lingerError is Err after Linger ran out.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: avara: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
 }

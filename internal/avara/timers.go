@@ -89,13 +89,11 @@ func (s *Session) rto() time.Duration {
 // resend at its time), the pure acknowledgement, and the handshake, dead,
 // idle, linger and Logout timers. It is zero in StateClosed. A time not
 // after the latest time passed in means "now".
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
 	var d engine.Earliest
-	end := s.end()
-	d.Add(end.At, end.OK)
 	d.Add(s.ackDue())
 	d.Add(s.pokeAt())
 	if t, ok := s.dueAt(); ok {
@@ -191,16 +189,16 @@ func (s *Session) ackDue() (time.Time, bool) {
 // back by the peer's throttle goes out within about a retransmit time.
 func (s *Session) heldAckInterval() time.Duration { return s.cfg.AckDelay + s.rto() }
 
-// end returns the timers that end the session by themselves: the
+// endAt returns the timers that end the session by themselves: the
 // handshake timeout, the dead timeout of the oldest unacknowledged
 // message, the idle timeout, Linger (engine.ErrLingerTimeout, which Poll
-// turns into Err, see lingerError) and, with Config.ReferencePeer, the
+// turns into Err, see endError) and, with Config.ReferencePeer, the
 // Logout's last wait.
-func (s *Session) end() (end engine.End) {
+func (s *Session) endAt() (end engine.End) {
 	switch {
-	case s.state != engine.StateHandshake || s.cfg.HandshakeTimeout < 0:
+	case s.State() != engine.StateHandshake || s.cfg.HandshakeTimeout < 0:
 	case s.cfg.Client || s.login:
-		end.Add(s.created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
+		end.Add(s.Created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
 	}
 	for _, m := range s.flight {
 		if !m.acked {
@@ -212,11 +210,9 @@ func (s *Session) end() (end engine.End) {
 			break
 		}
 	}
-	if s.cfg.IdleTimeout > 0 {
-		end.Add(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
-	}
-	if s.state == engine.StateClosing {
-		end.Add(s.closeAt.Add(s.cfg.Linger), engine.ErrLingerTimeout)
+	end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
+	end.Join(s.Linger(s.cfg.Linger))
+	if s.State() == engine.StateClosing {
 		if s.cfg.ReferencePeer && len(s.flight) == 1 && s.queue.Len() == 0 && len(s.ctl) == 0 {
 			// The Logout alone is unacknowledged (it waited for all
 			// else, see Close): a reference peer, which never
@@ -242,7 +238,7 @@ func (s *Session) endError(err error) error {
 	case err == engine.ErrRetransmitLimit:
 		return fmt.Errorf("%w: avara: nothing acknowledged for %v", engine.ErrRetransmitLimit, s.cfg.DeadTimeout)
 	case err == engine.ErrLingerTimeout:
-		return s.lingerError()
+		return engine.LingerError(s.pending)
 	}
 	return err
 }

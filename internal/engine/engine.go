@@ -1,6 +1,14 @@
 // Package engine defines the contract between rudp's protocol engines and the
-// root package, and the pieces every engine shares: the RFC 6298 RTT
-// estimator and serial-number arithmetic.
+// root package, and the pieces every engine shares:
+//   - the lifecycle (Lifecycle): State and Err, the graceful close and its
+//     Linger, the handshake and idle timeouts, and Deadline's zero once
+//     closed;
+//   - the timer lists an engine's Deadline and its timer pass in Poll both
+//     read (Earliest, End);
+//   - keepalives (KeepAliveAt) and challenges of an announced restart or
+//     close (Challenge);
+//   - the RFC 6298 RTT estimator, serial-number arithmetic and the FIFO
+//     queue.
 //
 // An Engine is one end of one association, written sans-I/O: it owns no
 // socket, starts no goroutine, never reads the clock and keeps no global

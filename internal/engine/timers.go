@@ -19,9 +19,10 @@ func (e *Earliest) Time() time.Time { return e.t }
 
 // End is the earliest of the timers that end an association by
 // themselves (the handshake timeout, the idle timeout, Linger, and an
-// engine's own), and the error each ends it with. An engine builds its
-// End in one place, which both its Deadline and its timer pass in Poll
-// read, so that a Poll at the deadline finds the end due. Of timers due
+// engine's own: see Lifecycle), and the error each ends it with. An engine
+// builds its End in one place, which both its Deadline
+// (Lifecycle.Deadline) and its timer pass in Poll read, so that a Poll at
+// the deadline finds the end due. Of timers due
 // at the same instant the one added first is kept: an engine adds them in
 // the order in which it settles such a tie. The zero End holds no timer.
 type End struct {
@@ -29,8 +30,8 @@ type End struct {
 	At time.Time
 	// Err is the error that timer ends the association with: nil for a
 	// graceful end, ErrLingerTimeout for Linger (which the engine
-	// reports with the number of messages left when it fires, so that
-	// Deadline builds no error), or an engine's own.
+	// reports as LingerError when it fires, so that Deadline builds no
+	// error), or an engine's own.
 	Err error
 	// OK reports whether a timer was added.
 	OK bool
@@ -43,5 +44,12 @@ func (e *End) Add(at time.Time, err error) {
 	}
 }
 
+// Join adds the earliest timer of o, if any.
+func (e *End) Join(o End) {
+	if o.OK {
+		e.Add(o.At, o.Err)
+	}
+}
+
 // Due reports whether the earliest timer has fired by now.
-func (e *End) Due(now time.Time) bool { return e.OK && !now.Before(e.At) }
+func (e End) Due(now time.Time) bool { return e.OK && !now.Before(e.At) }

@@ -41,7 +41,7 @@ var (
 // accepted. The body is copied; b may be reused at
 // once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return engine.ErrClosed
 	}
 	if s.scratch == nil && len(b) > 0 && b[0]&FlagZerocoded != 0 {
@@ -89,7 +89,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	}
 	app := !transport(p.Message)
 
-	s.now, s.lastRecv = now, now
+	s.now, s.LastRecv = now, now
 	s.stats.PacketsReceived++
 	s.stats.BytesReceived += uint64(n)
 	if restart {
@@ -176,10 +176,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 
 // peerClosed ends the session after the peer's CloseCircuit.
 func (s *Session) peerClosed() {
-	s.state = engine.StateClosed
-	if s.pending > 0 {
-		s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
-	}
+	s.Fail(engine.Unconfirmed(engine.ErrPeerClosed, s.pending))
 }
 
 // Challenges (RFC 5961's reason): a CloseCircuit, or a reliable
@@ -201,7 +198,7 @@ func (s *Session) peerClosed() {
 // ran out unanswered. Otherwise it starts one, if none is running: the
 // next StartPingCheck goes at once.
 func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
-	if s.cfg.NoChallenge || s.state != engine.StateEstablished {
+	if s.cfg.NoChallenge || s.State() != engine.StateEstablished {
 		return true
 	}
 	d := max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)
@@ -283,9 +280,7 @@ func (s *Session) circuitOpened(now time.Time) {
 		return
 	}
 	s.open, s.pingAt = true, now
-	if s.state == engine.StateHandshake {
-		s.state = engine.StateEstablished
-	}
+	s.Establish()
 }
 
 // adoptPeer resets the receive state for a restarted peer that opened a

@@ -29,26 +29,26 @@ import (
 // that is strictly shorter. Each datagram takes the next sequence number,
 // modulo 2^24 (§3.2).
 func (s *Session) Poll(now time.Time, buf []byte) int {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return 0
 	}
 	s.now = now
-	if s.state == engine.StateClosing && !now.Before(s.closeAt.Add(s.cfg.Linger)) {
-		err := s.lingerError()
+	if s.Linger(s.cfg.Linger).Due(now) {
+		err := engine.LingerError(s.pending)
 		n := 0
 		if len(buf) >= s.cfg.MaxDatagram {
 			n = s.sent(len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil))))
 		}
-		s.fail(err)
+		s.Fail(err)
 		return n
 	}
 	if end := s.endAt(); end.Due(now) {
-		s.fail(s.endError(end.Err))
+		s.Fail(s.endError(end.Err))
 		return 0
 	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {
 		s.challengeExpired(now) // no answer: the peer closed or restarted
-		if s.state == engine.StateClosed {
+		if s.State() == engine.StateClosed {
 			return 0
 		}
 	}
@@ -100,7 +100,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 	if at, ok := s.closeDue(); ok && !now.Before(at) {
 		n := len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil)))
 		if s.closeSent++; s.closeSent == closeCopies {
-			s.state = engine.StateClosed
+			s.Fail(nil)
 		}
 		s.closeNext = now.Add(s.roundTrip())
 		return n
@@ -210,7 +210,7 @@ func (s *Session) sendQueued(now time.Time, buf []byte) int {
 	m := *s.queue.Front()
 	if _, taken := s.unacked[s.nextSeq]; taken && m.reliable {
 		// 2^24 datagrams went out while one stayed unacknowledged.
-		s.fail(fmt.Errorf("%w: lludp: sequence number %#x still unacknowledged after 2^24 datagrams", engine.ErrRetransmitLimit, s.nextSeq))
+		s.Fail(fmt.Errorf("%w: lludp: sequence number %#x still unacknowledged after 2^24 datagrams", engine.ErrRetransmitLimit, s.nextSeq))
 		return 0
 	}
 	s.queue.Pop()

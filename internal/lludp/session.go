@@ -1,7 +1,6 @@
 package lludp
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -29,13 +28,19 @@ const (
 )
 
 // Session is one end of one LLUDP circuit: a sans-I/O state machine
-// implementing engine.Engine. It is not safe for concurrent use.
+// implementing engine.Engine. It is not safe for concurrent use. It is in
+// StateHandshake until the circuit is open (a client's UseCircuitCode
+// acknowledged, or a server's received). Err, once it ended, is
+// engine.ErrHandshakeTimeout, engine.ErrIdleTimeout, an error wrapping
+// engine.ErrRetransmitLimit (for a client's UseCircuitCode, wrapping
+// engine.ErrHandshakeTimeout too), engine.ErrLingerTimeout, or
+// engine.ErrPeerClosed when the peer sent CloseCircuit with messages of
+// ours pending.
 type Session struct {
-	cfg   Config
-	state engine.State
-	err   error
+	cfg Config
+	engine.Lifecycle
 
-	now, created, lastRecv time.Time
+	now time.Time
 
 	// Circuit (docs/protocols/lludp.md §3.1).
 	open        bool       // client: UseCircuitCode acknowledged; server: received
@@ -93,7 +98,6 @@ type Session struct {
 	chalEvery time.Duration // the running challenge's ping interval
 
 	// Closing.
-	closeAt   time.Time
 	closeSent int
 	closeNext time.Time
 
@@ -109,14 +113,13 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		cfg:      cfg,
-		now:      now,
-		created:  now,
-		lastRecv: now,
-		nextSeq:  cfg.InitialSeq,
-		unacked:  make(map[uint32]*outMsg),
-		avgPing:  pingInitial,
-		chal:     engine.Challenge{Tracer: cfg.Tracer},
+		cfg:       cfg,
+		Lifecycle: engine.NewLifecycle(now),
+		now:       now,
+		nextSeq:   cfg.InitialSeq,
+		unacked:   make(map[uint32]*outMsg),
+		avgPing:   pingInitial,
+		chal:      engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: min(cfg.MaxDatagram, MTUBytes),
@@ -165,7 +168,7 @@ func (s *Session) maxBuilt() int { return min(MTUBytes, s.cfg.MaxDatagram) }
 // open; they are zerocoded when that makes them strictly shorter.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.State() >= engine.StateClosing:
 		return engine.ErrClosed
 	case opt.Delivery == engine.Passive:
 		return engine.Unsupported("lludp", "passive delivery (reliable or unreliable only)")
@@ -240,33 +243,10 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // Config.Linger runs out first, one CloseCircuit goes out with the next
 // Poll and Err wraps engine.ErrLingerTimeout if messages are left.
 func (s *Session) Close(now time.Time) {
-	switch s.state {
-	case engine.StateHandshake:
-		if !s.cfg.Client || s.hello != nil && s.pending == 0 {
-			s.state = engine.StateClosed
-			return
-		}
-	case engine.StateEstablished:
-	default:
-		return
+	if s.BeginClose(now, !s.cfg.Client || s.hello != nil && s.pending == 0) {
+		s.now, s.closeNext = now, now
 	}
-	s.now = now
-	s.state = engine.StateClosing
-	s.closeAt, s.closeNext = now, now
 }
-
-// State returns the lifecycle state: StateHandshake until the circuit is
-// open (a client's UseCircuitCode acknowledged, or a server's received),
-// then StateEstablished.
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session ended: engine.ErrHandshakeTimeout,
-// engine.ErrIdleTimeout, an error wrapping engine.ErrRetransmitLimit
-// (for a client's UseCircuitCode, wrapping engine.ErrHandshakeTimeout
-// too), engine.ErrLingerTimeout, or engine.ErrPeerClosed when the peer
-// sent CloseCircuit with messages of ours pending. It is nil while open
-// and after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
 // the congestion window (there is one channel).
@@ -362,18 +342,4 @@ func (s *Session) Trim() {
 	if s.cfg.DeliverDuplicates {
 		s.win = window{}
 	}
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
-}
-
-// lingerError is Err after Linger ran out with messages unacknowledged.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
 }

@@ -12,14 +12,11 @@ import (
 // CloseCircuit, and the handshake, idle, resend-limit and linger timers.
 // It is zero in StateClosed. A time not after the latest time passed in
 // means "now".
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
 	var d engine.Earliest
-	d.Add(s.closeAt.Add(s.cfg.Linger), s.state == engine.StateClosing)
-	end := s.endAt()
-	d.Add(end.At, end.OK)
 	d.Add(s.now, s.hello != nil || s.nPongs > 0)
 	d.Add(s.dataAt())
 	if m := s.resend.head; m != nil {
@@ -87,7 +84,7 @@ func (s *Session) regularPingDue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if s.cfg.PingWhenQuiet && !s.chal.Running() {
-		return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.pingAt)
+		return engine.KeepAliveAt(s.cfg.KeepAlive, s.LastRecv, s.pingAt)
 	}
 	return s.pingAt.Add(s.cfg.KeepAlive), true
 }
@@ -99,7 +96,7 @@ func (s *Session) ackDue() (time.Time, bool) {
 	switch {
 	case s.acks.len() == 0:
 		return time.Time{}, false
-	case s.acks.len() >= s.ackBatch() || s.state == engine.StateClosing:
+	case s.acks.len() >= s.ackBatch() || s.State() == engine.StateClosing:
 		return s.now, true
 	}
 	return s.ackSince.Add(s.cfg.AckDelay), true
@@ -118,24 +115,22 @@ func (s *Session) ackBatch() int {
 // closeDue returns when the next CloseCircuit of a graceful close is due:
 // once nothing is pending and no ack is owed.
 func (s *Session) closeDue() (time.Time, bool) {
-	if s.state != engine.StateClosing || s.pending > 0 || s.acks.len() > 0 || s.closeSent >= closeCopies {
+	if s.State() != engine.StateClosing || s.pending > 0 || s.acks.len() > 0 || s.closeSent >= closeCopies {
 		return time.Time{}, false
 	}
 	return s.closeNext, true
 }
 
-// endAt returns the timers that fail the session by themselves: the
-// handshake timeout, the idle timeout, and the timeout after the last
+// endAt returns the timers that fail the session by themselves: Linger,
+// which Poll applies before the others, sending one last CloseCircuit;
+// the handshake timeout; the idle timeout; and the timeout after the last
 // allowed resend of the oldest transmission (docs/protocols/lludp.md
 // §3.4), engine.ErrRetransmitLimit, which endError details when it
-// fires. Linger is handled by Poll.
+// fires.
 func (s *Session) endAt() (end engine.End) {
-	if s.state == engine.StateHandshake && s.cfg.HandshakeTimeout > 0 {
-		end.Add(s.created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
-	}
-	if s.cfg.IdleTimeout > 0 {
-		end.Add(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
-	}
+	end.Join(s.Linger(s.cfg.Linger))
+	end.Join(s.HandshakeTimeout(s.cfg.HandshakeTimeout))
+	end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
 	for _, m := range []*outMsg{s.resend.head, s.suspect.head} {
 		if m != nil && s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit {
 			end.Add(m.sentAt.Add(s.rto()), engine.ErrRetransmitLimit)

@@ -101,7 +101,7 @@ func (s *Session) handle(f *Frame, n int) error {
 	if f.Type == FrameDisconnect && s.st == stConnected && !s.challenged(engine.ChallengeClose) {
 		return nil
 	}
-	s.lastRx = s.now
+	s.LastRecv = s.now
 	s.stats.PacketsReceived++
 	s.stats.BytesReceived += uint64(n)
 
@@ -149,9 +149,9 @@ func (s *Session) handle(f *Frame, n int) error {
 			// (see closeProof).
 			s.pushCtl(FrameConnectAck, closeProof(s.peerNonce, f.PingID))
 		case FrameDisconnect:
-			s.peerDisconnect(s.lingerError())
+			s.peerDisconnect(engine.LingerError(s.pending))
 		case FrameDisconnectAck:
-			s.fail(s.lingerError())
+			s.fail(engine.LingerError(s.pending))
 		}
 	case stDisconnected:
 		if f.Type == FrameDisconnect {
@@ -180,23 +180,20 @@ func (s *Session) tryConnect() {
 		return
 	}
 	s.st = stConnected
+	s.Establish()
 	s.nextSeq = s.peerNonce
 	s.ring.base = s.peerNonce
 	s.ib = s.nonce
 	s.rxf.low = s.nonce
 	s.cc.SetMaxRate(s.now, uint64(min(s.cfg.MaxTxBandwidth, s.peerRx)))
 	s.pingAt = s.now
-	s.lastRx = s.now
+	s.LastRecv = s.now
 }
 
 // acceptClose takes the peer's Disconnect while connected: Err will wrap
 // engine.ErrPeerClosed if messages of ours are unconfirmed.
 func (s *Session) acceptClose() {
-	var err error
-	if s.pending > 0 {
-		err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
-	}
-	s.peerDisconnect(err)
+	s.peerDisconnect(engine.Unconfirmed(engine.ErrPeerClosed, s.pending))
 }
 
 // peerDisconnect answers the peer's Disconnect and enters TIME-WAIT
@@ -205,8 +202,8 @@ func (s *Session) acceptClose() {
 func (s *Session) peerDisconnect(err error) {
 	s.pushCtl(FrameDisconnectAck, 0)
 	s.st = stDisconnected
-	s.peerClosed = true
-	s.err = err
+	s.PeerClosing()
+	s.peerClosed, s.peerErr = true, err
 	s.twLimit = s.now.Add(maxTimeWait)
 	s.twEnd = s.now.Add(s.timeWait())
 	s.ackq = s.ackq[:0]
@@ -313,12 +310,12 @@ func (s *Session) closeProven(nonce uint32) {
 // is what Err will then report: nil, or an error wrapping
 // engine.ErrPeerClosed (also when the peer disconnected during the
 // handshake).
-func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s.err }
+func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s.peerErr }
 
 // sendPing queues a Ping and remembers when it left.
 func (s *Session) sendPing() {
 	s.pushCtl(FramePing, uint32(s.pingID))
-	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now.Sub(s.created), id: s.pingID, ok: true}
+	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now.Sub(s.Created), id: s.pingID, ok: true}
 	s.pinged = true
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
 	if s.chal.Running() {
@@ -385,7 +382,7 @@ func (s *Session) onPingAck(id uint16) {
 		return
 	}
 	r.ok = false
-	if d := s.now.Sub(s.created) - r.at; d <= pingHistory {
+	if d := s.now.Sub(s.Created) - r.at; d <= pingHistory {
 		s.rtt.Sample(d)
 	}
 }

@@ -98,13 +98,13 @@ const (
 // It is the one place both Deadline and applyTimers learn the timers
 // from, so that a Poll at the deadline always finds something due.
 func (s *Session) timers(yield func(timer, time.Time) bool) {
-	if s.cfg.IdleTimeout > 0 && s.st <= stDisconnecting && !yield(tIdle, s.lastRx.Add(s.cfg.IdleTimeout)) {
+	if s.cfg.IdleTimeout > 0 && s.st <= stDisconnecting && !yield(tIdle, s.LastRecv.Add(s.cfg.IdleTimeout)) {
 		return
 	}
-	if s.st == stConnecting && s.cfg.HandshakeTimeout > 0 && !yield(tHandshake, s.created.Add(s.cfg.HandshakeTimeout)) {
+	if s.st == stConnecting && s.cfg.HandshakeTimeout > 0 && !yield(tHandshake, s.Created.Add(s.cfg.HandshakeTimeout)) {
 		return
 	}
-	if s.closing && s.st <= stDisconnecting && !yield(tLinger, s.closeAt.Add(s.cfg.Linger)) {
+	if s.closing && s.st <= stDisconnecting && !yield(tLinger, s.CloseAt.Add(s.cfg.Linger)) {
 		return
 	}
 	switch s.st {
@@ -136,7 +136,7 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 // at pingAt, however busy the peer.
 func (s *Session) pingDue() time.Time {
 	if s.cfg.PingWhenQuiet && s.pinged && !s.chal.Running() {
-		if quiet := s.lastRx.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
+		if quiet := s.LastRecv.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
 			return quiet
 		}
 	}
@@ -172,14 +172,14 @@ func (s *Session) fire(k timer) {
 		case stConnected:
 			s.fail(engine.ErrIdleTimeout)
 		default:
-			s.fail(s.lingerError())
+			s.fail(engine.LingerError(s.pending))
 		}
 	case tHandshake:
 		s.fail(engine.ErrHandshakeTimeout)
 	case tLinger:
 		// One last Disconnect if the peer is connected.
 		final := s.st == stConnected || s.st == stConnecting && s.gotConnect
-		s.fail(s.lingerError())
+		s.fail(engine.LingerError(s.pending))
 		s.finalDisc = final
 	case tConnect:
 		s.pushCtl(FrameConnect, s.nonce)
@@ -200,7 +200,7 @@ func (s *Session) fire(k timer) {
 		s.pushCtl(FrameDisconnect, 0)
 		s.discAt = s.now.Add(DisconnectInterval)
 	case tTimeWait:
-		s.st = stZombie
+		s.fail(s.peerErr)
 	}
 }
 

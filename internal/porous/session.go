@@ -1,7 +1,6 @@
 package porous
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -68,16 +67,25 @@ type pingRec struct {
 
 // Session is one POROUS peer talking to one remote peer: a sans-I/O state
 // machine implementing engine.Engine. It is not safe for concurrent use.
+// Its State follows its peer state: StateHandshake while connecting,
+// StateEstablished while connected, StateClosing after Close and while
+// disconnecting or in the TIME-WAIT that follows the peer's Disconnect,
+// StateClosed once over. Its Err is then an error wrapping
+// engine.ErrIncompatible, engine.ErrRejected (the peer acknowledged
+// another nonce), engine.ErrPeerClosed (the peer disconnected during the
+// handshake or with messages of ours pending), engine.ErrLingerTimeout,
+// or engine.ErrIdleTimeout / engine.ErrHandshakeTimeout; nil after a
+// graceful close.
 type Session struct {
 	cfg   Config
 	nonce uint32
 	st    peerState
-	err   error // reported once st is stZombie
+	engine.Lifecycle
 
-	peerClosed bool // the peer's Disconnect was taken (see PeerClosed)
+	peerClosed bool  // the peer's Disconnect was taken (see PeerClosed)
+	peerErr    error // then: the Err of the end of TIME-WAIT
 
 	closing bool // Close was called
-	closeAt time.Time
 
 	// Handshake (docs/protocols/porous.md §3.2).
 	accepted   bool // Config.Accept: a compatible Connect was seen
@@ -145,11 +153,9 @@ type Session struct {
 	recvShut  bool                            // SetRecvOpen(false): new data is refused
 	sink      func(time.Time, engine.Message) // see SetSink
 
-	now     time.Time
-	created time.Time
-	lastRx  time.Time // last datagram that decoded (watchdog)
-	stats   engine.Stats
-	frame   Frame // decoding scratch
+	now   time.Time
+	stats engine.Stats
+	frame Frame // decoding scratch
 
 	maxFrame int // the largest new frame built: see SetMaxFrame
 	// largeOK: a frame above MaxFrameSize was acknowledged; largeLost: one
@@ -180,9 +186,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		rxch:      make([]rxChannel, cfg.Channels),
 		chNeed:    make([]int, cfg.Channels),
 		rxBudget:  max(minRecvBytes, 4*cfg.MaxPacket),
+		Lifecycle: engine.NewLifecycle(now),
 		now:       now,
-		created:   now,
-		lastRx:    now,
 		connectAt: now,
 		maxFrame:  MaxFrameSize,
 	}
@@ -375,10 +380,10 @@ func (s *Session) Held() int {
 // messages were left unconfirmed.
 func (s *Session) Close(now time.Time) {
 	s.setNow(now)
-	if s.closing || s.st > stConnected {
-		return
+	if !s.BeginClose(s.now, false) {
+		return // closing already, or over
 	}
-	s.closing, s.closeAt = true, s.now
+	s.closing = true
 	if s.st == stConnecting && s.pending == 0 {
 		if s.gotConnect {
 			s.enterDisconnecting()
@@ -386,35 +391,6 @@ func (s *Session) Close(now time.Time) {
 			s.fail(nil)
 		}
 	}
-}
-
-// State returns the lifecycle state: StateHandshake while connecting,
-// StateEstablished while connected, StateClosing after Close and while
-// disconnecting or in the TIME-WAIT that follows the peer's Disconnect,
-// StateClosed once over.
-func (s *Session) State() engine.State {
-	switch {
-	case s.st == stZombie:
-		return engine.StateClosed
-	case s.closing || s.st > stConnected:
-		return engine.StateClosing
-	case s.st == stConnected:
-		return engine.StateEstablished
-	}
-	return engine.StateHandshake
-}
-
-// Err returns why the session ended, once State is StateClosed: an error
-// wrapping engine.ErrIncompatible, engine.ErrRejected (the peer
-// acknowledged another nonce), engine.ErrPeerClosed (the peer
-// disconnected during the handshake or with messages of ours pending),
-// engine.ErrLingerTimeout, or engine.ErrIdleTimeout /
-// engine.ErrHandshakeTimeout; nil after a graceful close, and while open.
-func (s *Session) Err() error {
-	if s.st != stZombie {
-		return nil
-	}
-	return s.err
 }
 
 // SendRoom returns what channel ch may still hold unsent (see
@@ -476,17 +452,9 @@ func (s *Session) Capabilities() engine.Capabilities {
 // fail ends the session with err (nil for a graceful end).
 func (s *Session) fail(err error) {
 	s.st = stZombie
-	s.err = err
+	s.Fail(err)
 	s.ctl.Reset()
 	s.ackq = s.ackq[:0]
-}
-
-// lingerError is Err after Linger ran out.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unconfirmed", engine.ErrLingerTimeout, s.pending)
 }
 
 // rto is the retransmission timeout: srtt + max(4·rttvar, srtt/2, 1 ms),

@@ -33,7 +33,7 @@ var (
 // address drops, without an error, a connected datagram that does not
 // acknowledge one of its probes (see the package doc).
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return engine.ErrClosed
 	}
 	var err error
@@ -60,7 +60,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	case err == nil || errors.Is(err, engine.ErrPeerRestarted):
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += uint64(size)
-		s.lastRecv = now
+		s.LastRecv = now
 	case errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected):
 		s.stats.PacketsRejected++
 	}
@@ -171,7 +171,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 			s.pace.naked()
 		}
 	}
-	if s.discSent || s.state == engine.StateClosed {
+	if s.discSent || s.State() == engine.StateClosed {
 		// After our DISCONNECT_REQUEST nothing more is taken or
 		// acknowledged, so that a challenge of it finds us gone; but the
 		// peer's own DISCONNECT_REQUEST, a close crossing ours, is
@@ -382,7 +382,7 @@ func (s *Session) answerClose() {
 	s.oob = append(s.oob, oobMsg{blob: []byte{CmdDisconnectAck}, plain: s.keys == nil})
 	s.failAfter = errGraceful
 	if s.pending > 0 {
-		s.failAfter = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+		s.failAfter = engine.Unconfirmed(engine.ErrPeerClosed, s.pending)
 	}
 }
 

@@ -112,12 +112,12 @@ type sentDgram struct {
 }
 
 // Session is one end of one Wirefox connection: a sans-I/O state machine
-// implementing engine.Engine. It is not safe for concurrent use.
+// implementing engine.Engine. It is not safe for concurrent use. Its Err
+// is listed in the package doc.
 type Session struct {
-	cfg   Config
-	err   error
-	now   time.Time
-	state engine.State
+	cfg Config
+	engine.Lifecycle
+	now time.Time
 
 	// Small fields together, to keep a Session in its allocation size
 	// class (TestSessionSize).
@@ -134,14 +134,10 @@ type Session struct {
 	peerID      uint64 // the peer's PeerID, once known
 	hsSent      int    // handshake messages sent (attempts)
 	hsNext      time.Time
-	hsStart     time.Time
-	hsLast      oobMsg   // the last handshake message sent, sent again on a repeat
-	oob         []oobMsg // out-of-band blobs due
-	failAfter   error    // set: fail once the out-of-band blobs are out
-	lastSend    time.Time
-	lastRecv    time.Time
+	hsLast      oobMsg    // the last handshake message sent, sent again on a repeat
+	oob         []oobMsg  // out-of-band blobs due
+	failAfter   error     // set: fail once the out-of-band blobs are out
 	lastKA      time.Time // when the last keepalive was due
-	closeAt     time.Time
 	peerCloseAt time.Time // the peer's DISCONNECT_REQUEST waits for our last ACKs until then
 
 	// Encryption (docs/protocols/wirefox.md §1.7, §3.8).
@@ -223,14 +219,12 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	}
 	n := 1 + len(cfg.Channels)
 	s := &Session{
-		cfg:      cfg,
-		rand:     r,
-		now:      now,
-		hsStart:  now,
-		lastRecv: now,
-		lastSend: now,
-		chans:    make([]channel, n),
-		chal:     engine.Challenge{Tracer: cfg.Tracer},
+		cfg:       cfg,
+		Lifecycle: engine.NewLifecycle(now),
+		rand:      r,
+		now:       now,
+		chans:     make([]channel, n),
+		chal:      engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
@@ -300,7 +294,7 @@ func (s *Session) mode(ch uint8) ChannelMode {
 //   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed || !s.peerCloseAt.IsZero() || s.failAfter != nil:
+	case s.State() >= engine.StateClosing || !s.peerCloseAt.IsZero() || s.failAfter != nil:
 		return engine.ErrClosed
 	case len(p) == 0:
 		return engine.ErrEmptyMessage
@@ -383,27 +377,10 @@ func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 // the peer's DISCONNECT_ACK arrives, or when Config.Linger runs out (Err
 // wraps engine.ErrLingerTimeout if messages were left).
 func (s *Session) Close(now time.Time) {
-	switch s.state {
-	case engine.StateHandshake:
-		if s.pending == 0 {
-			s.state = engine.StateClosed
-			return
-		}
-	case engine.StateEstablished:
-	default:
-		return
+	if s.BeginClose(now, s.pending == 0) {
+		s.now = now
 	}
-	s.now = now
-	s.state = engine.StateClosing
-	s.closeAt = now
 }
-
-// State returns the lifecycle state.
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session ended (see the package doc), nil while open
-// and after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // Pending returns the messages accepted by Send not yet acknowledged
 // (reliable) or sent (unreliable).
@@ -476,12 +453,6 @@ func (s *Session) Trim() {
 	if len(s.reasm) == 0 {
 		s.reasm = nil
 	}
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
 }
 
 // rttStats returns the average, minimum and maximum of the RTT samples.

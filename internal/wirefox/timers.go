@@ -14,15 +14,12 @@ import (
 // and new data held back by the reference's window waits for the oldest
 // datagram counted in flight to expire (or for an ACK, which calls for a
 // new Deadline). Zero in StateClosed.
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
 	var d engine.Earliest
-	d.Add(s.closeAt.Add(s.cfg.Linger), s.state == engine.StateClosing)
-	end := s.ends()
-	d.Add(end.At, end.OK)
-	d.Add(s.now, s.state == engine.StateClosing && s.pending == 0 && !s.discSent)
+	d.Add(s.now, s.State() == engine.StateClosing && s.pending == 0 && !s.discSent)
 	d.Add(s.paced(s.now), len(s.oob) > 0)
 	if s.phase != phaseDone {
 		d.Add(s.hsNext, s.phase == phaseInitial && s.failAfter == nil || s.phase == phaseProof)
@@ -65,17 +62,18 @@ func (s *Session) Deadline() time.Time {
 	return d.Time()
 }
 
-// ends returns the timers that end the session by themselves besides
-// Linger, which goes first: the handshake timeout until the handshake is
-// done, then the idle timeout. Deadline and timers both read them.
-func (s *Session) ends() (end engine.End) {
+// endAt returns the timers that end the session by themselves: Linger,
+// which applyTimers applies before the others; the handshake timeout
+// until the handshake is done, then the idle timeout. Deadline and
+// applyTimers both read them.
+func (s *Session) endAt() (end engine.End) {
+	end.Join(s.Linger(s.cfg.Linger))
 	switch {
-	case s.phase != phaseDone:
-		if s.cfg.HandshakeTimeout > 0 {
-			end.Add(s.hsStart.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
-		}
-	case s.cfg.IdleTimeout > 0:
-		end.Add(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
+	case s.phase != phaseDone && s.cfg.HandshakeTimeout > 0:
+		// Also while closing: Linger counts from the end of the handshake.
+		end.Add(s.Created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
+	case s.phase == phaseDone:
+		end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
 	}
 	return end
 }

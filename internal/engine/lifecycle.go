@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Lifecycle is the lifecycle of one association, the part of the Engine
+// contract that every engine runs alike: the State and why it ended (Err),
+// the start of a graceful close (Close) and the times the end timers count
+// from, which Deadline and the engine's timer pass in Poll read through
+// the engine's End.
+//
+// An engine embeds one, made by NewLifecycle, which provides its State and
+// Err methods; the engine keeps what its wire does differently: when it is
+// established (Establish), what Close sends, and which timers end it and
+// with what error. The zero Lifecycle is in StateHandshake.
+type Lifecycle struct {
+	// Created is when the engine was made: the handshake timeout counts
+	// from it.
+	Created time.Time
+	// LastRecv is when the latest datagram from the peer was accepted:
+	// the idle timeout counts from it, and keepalives (KeepAliveAt).
+	LastRecv time.Time
+	// CloseAt is when the graceful close began (BeginClose): Linger
+	// counts from it.
+	CloseAt time.Time
+	err     error
+	state   State
+}
+
+// NewLifecycle returns the lifecycle of an engine made at now: in
+// StateHandshake, Created and LastRecv now.
+func NewLifecycle(now time.Time) Lifecycle {
+	return Lifecycle{Created: now, LastRecv: now}
+}
+
+// State returns the lifecycle state (Engine.State).
+func (l *Lifecycle) State() State { return l.state }
+
+// Err returns why the association ended once it is in StateClosed (nil
+// after a graceful close), and nil before (Engine.Err).
+func (l *Lifecycle) Err() error {
+	if l.state != StateClosed {
+		return nil
+	}
+	return l.err
+}
+
+// Establish moves an association in StateHandshake to StateEstablished:
+// its handshake completed. In another state it does nothing (an
+// association closing during its handshake stays in StateClosing).
+func (l *Lifecycle) Establish() {
+	if l.state == StateHandshake {
+		l.state = StateEstablished
+	}
+}
+
+// BeginClose begins the graceful close Engine.Close asks for at now. An
+// association closing or closed already is left as it is, and one still
+// in StateHandshake with nothing to close (nothing: no peer to tell,
+// nothing pending; the engine says) ends at once, gracefully. Otherwise
+// it enters StateClosing, Linger counting from CloseAt, now, and
+// BeginClose reports true: the engine then starts its own close.
+func (l *Lifecycle) BeginClose(now time.Time, nothing bool) bool {
+	switch {
+	case l.state >= StateClosing:
+		return false
+	case l.state == StateHandshake && nothing:
+		l.Fail(nil)
+		return false
+	}
+	l.state, l.CloseAt = StateClosing, now
+	return true
+}
+
+// PeerClosing enters StateClosing without Close, the peer having closed
+// first while the engine still answers it (POROUS's TIME-WAIT): CloseAt,
+// and with it Linger, does not change.
+func (l *Lifecycle) PeerClosing() { l.state = StateClosing }
+
+// Fail ends the association: StateClosed, with err as Err (nil for a
+// graceful end).
+func (l *Lifecycle) Fail(err error) {
+	l.state, l.err = StateClosed, err
+}
+
+// Deadline returns what Engine.Deadline returns: zero in StateClosed,
+// else the earlier of end, the engine's timers that end the association,
+// and next(), the earliest of its other timers.
+func (l *Lifecycle) Deadline(end End, next func() time.Time) time.Time {
+	if l.state == StateClosed {
+		return time.Time{}
+	}
+	d := Earliest{next()}
+	d.Add(end.At, end.OK)
+	return d.Time()
+}
+
+// Linger returns the Linger timer, which runs in StateClosing: linger
+// after CloseAt, ending with ErrLingerTimeout (reported as LingerError
+// when it fires).
+func (l *Lifecycle) Linger(linger time.Duration) (e End) {
+	if l.state == StateClosing {
+		e.Add(l.CloseAt.Add(linger), ErrLingerTimeout)
+	}
+	return e
+}
+
+// HandshakeTimeout returns the handshake timeout, which runs in
+// StateHandshake when timeout is positive: timeout after Created, ending
+// with ErrHandshakeTimeout.
+func (l *Lifecycle) HandshakeTimeout(timeout time.Duration) (e End) {
+	if l.state == StateHandshake && timeout > 0 {
+		e.Add(l.Created.Add(timeout), ErrHandshakeTimeout)
+	}
+	return e
+}
+
+// IdleTimeout returns the idle timeout, which runs when timeout is
+// positive: timeout after LastRecv, ending with ErrIdleTimeout.
+func (l *Lifecycle) IdleTimeout(timeout time.Duration) (e End) {
+	if timeout > 0 {
+		e.Add(l.LastRecv.Add(timeout), ErrIdleTimeout)
+	}
+	return e
+}
+
+// LingerError returns Err when Linger ran out with pending messages not
+// yet confirmed by the peer: nil when there are none, else an error
+// wrapping ErrLingerTimeout that counts them.
+func LingerError(pending int) error {
+	return Unconfirmed(ErrLingerTimeout, pending)
+}
+
+// Unconfirmed returns nil when pending is 0, else err (ErrLingerTimeout,
+// ErrPeerClosed) wrapped with the count of messages left unconfirmed: "3
+// messages unconfirmed".
+func Unconfirmed(err error, pending int) error {
+	if pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d messages unconfirmed", err, pending)
+}
