@@ -44,7 +44,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	clear(p.Messages) // keep no reference to b
 	p.Missed = nil
 	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.stats.PacketsRejected++
+		s.Counters.PacketsRejected++
 	}
 	return err
 }
@@ -63,9 +63,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			// the peer's packets all look old, and the session must then
 			// reach its idle timeout rather than stall unnoticed.
 			s.now = now
-			s.stats.PacketsReceived++
-			s.stats.BytesReceived += uint64(n)
-			s.stats.Duplicates++
+			s.Counters.PacketsReceived++
+			s.Counters.BytesReceived += uint64(n)
+			s.Counters.Duplicates++
 			return nil
 		}
 	}
@@ -78,9 +78,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	if newPeer && s.peer != 0 && s.cfg.RejectNewPeerSession {
 		return engine.ErrPeerRestarted
 	}
-	refuse := len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.refusing()
+	refuse := len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.Refusing()
 	if refuse {
-		s.stats.Refused += uint64(len(p.Messages))
+		s.Counters.Refused += uint64(len(p.Messages))
 	}
 	s.received(now, n)
 	s.accept(now, p, newPeer, refuse)
@@ -90,9 +90,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 // received accounts for a datagram that came from the peer.
 func (s *Session) received(now time.Time, n int) {
 	s.now = now
-	s.LastRecv = now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.Heard(now, n)
 }
 
 // check applies the rejections of docs/protocols/airhook.md §3.3 steps 3–4 without changing
@@ -135,7 +133,7 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 		// count, messages are not delivered again.
 		next += uint8(len(msgs))
 		if len(msgs) > 0 {
-			s.stats.Duplicates++
+			s.Counters.Duplicates++
 		}
 		msgs = nil
 	}
@@ -254,7 +252,7 @@ func (s *Session) challenged(now time.Time) bool {
 	case !s.chalOn:
 		s.chalOn, s.chalSend = true, true
 		s.kick, s.kickAt = true, now
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return false
 }
@@ -268,7 +266,7 @@ func (s *Session) answered() {
 		return
 	}
 	if s.chalOn {
-		s.stats.SpoofsRefused++
+		s.Counters.SpoofsRefused++
 	}
 	s.chalOn, s.chalPassed = false, false
 }
@@ -276,7 +274,7 @@ func (s *Session) answered() {
 // adoptPeer resynchronises with a new peer session (docs/protocols/airhook.md §3.9).
 func (s *Session) adoptPeer(p *Packet) {
 	if s.peer != 0 {
-		s.stats.PeerRestarts++
+		s.Counters.PeerRestarts++
 	}
 	for seq := s.confirmed + 1; seq != uint8(s.lastSent)+1; seq++ {
 		s.cc.Forget(&s.rec(seq).pkt) // the new peer will confirm none of them
@@ -366,7 +364,7 @@ func (s *Session) deliver(msgs [][]byte) {
 	for _, m := range msgs {
 		start := len(buf)
 		buf = append(buf, m...)
-		s.recv.Push(engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
+		s.Inbox.Push(engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
 	}
 	s.nextIn += uint8(len(msgs))
 }

@@ -52,9 +52,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	case repeat && why == dueTimer:
 		s.rtt.Backoff()
 	}
-	s.stats.PacketsSent++
-	s.stats.BytesSent += uint64(n)
-	return n
+	return s.Sent(n)
 }
 
 // free1 reports whether a new sequence number is available, free2 whether
@@ -215,9 +213,9 @@ func (s *Session) fill(p *Packet) (resent bool) {
 		s.nextOut++
 		m.sends++
 		if m.sends == 1 {
-			s.stats.MessagesSent++
+			s.Counters.MessagesSent++
 		} else {
-			s.stats.Retransmits++
+			s.Counters.Retransmits++
 			resent = true
 		}
 		p.Messages = append(p.Messages, m.data)

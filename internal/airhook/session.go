@@ -70,8 +70,6 @@ type Session struct {
 	pendBytes int       // their bytes
 	order     uint64    // Send counter
 
-	recv engine.FIFO[engine.Message]
-
 	engine.Lifecycle
 
 	cc           *congestion.Controller
@@ -82,7 +80,6 @@ type Session struct {
 	kickAt       time.Time // when a packet is due, if kick
 	kick         bool      // a packet is due at kickAt
 	retryArmed   bool      // a packet is due one RTO after the last transmit
-	recvShut     bool      // SetRecvOpen(false): new messages are refused
 
 	// Challenge of a new peer session announced once established (see
 	// challenged).
@@ -92,8 +89,6 @@ type Session struct {
 	chalSeq    uint16        // the sequence number of its packet
 	chalUntil  time.Time     // when it runs out
 	chalEvery  time.Duration // how often it probes
-
-	stats engine.Stats
 
 	pkt Packet // scratch for decoding and encoding
 }
@@ -218,7 +213,7 @@ func (s *Session) Trim() {
 	if s.queue.len() == 0 {
 		s.queue = outQueue{}
 	}
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.free = nil
 }
 
@@ -285,34 +280,6 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	return nil
 }
 
-// Recv returns the next delivered message. Messages come in the order the
-// reference delivers them, which is not the Send order when a message had
-// to be retransmitted (docs/protocols/airhook.md §3.11).
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new messages (see
-// engine.Engine). While it is closed, or MaxRecvQueue messages wait for
-// Recv, a new packet carrying messages is taken as if it had come without
-// them, as its header repeat does: what it confirms of our packets, its
-// missed list and its sequence number are applied, and its messages are
-// detected missed (docs/protocols/airhook.md §3.5), so that our next packet reports them and
-// the peer sends them again under new numbers. They count in
-// Stats.Refused. Not confirming the packet instead would break the
-// protocol's bookkeeping: the peer culls the missed entries it reported
-// only once we confirm a packet that carried them, so entries we already
-// acted on would linger and, once our message numbers wrap, name messages
-// that did arrive.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
-// refusing reports whether new messages are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
-
 // Close begins a graceful close at now. A session that knows no peer yet,
 // or has nothing pending while its handshake is incomplete, closes at
 // once. Otherwise it enters StateClosing:
@@ -338,14 +305,13 @@ func (s *Session) Pending() int { return s.pending }
 // are zero before the first sample); Retransmits counts messages sent
 // again under a new number after the peer reported them missed.
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO()
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO(), s.cc)
 }
 
 // Capabilities reports 256-byte reliable messages on one channel, not
-// delivered in order.
+// delivered in order: Recv gives them in the order the reference
+// delivers them, which is not the Send order when a message had to be
+// retransmitted (docs/protocols/airhook.md §3.11).
 func (s *Session) Capabilities() engine.Capabilities {
 	return engine.Capabilities{
 		MaxMessage: maxMessageLen,

@@ -60,7 +60,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	if err == nil {
 		s.handle(now, d, len(b))
 	} else {
-		s.stats.PacketsRejected++
+		s.Counters.PacketsRejected++
 	}
 	clear(d.Messages) // keep no reference to b
 	return err
@@ -103,9 +103,8 @@ func (s *Session) isLogin(m *Message) bool {
 // handle applies an accepted datagram of n bytes.
 func (s *Session) handle(now time.Time, d *Datagram, n int) {
 	s.earn(now) // at the rate before a Control changes it
-	s.now, s.LastRecv = now, now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.now = now
+	s.Heard(now, n)
 	s.unheard = 0
 	sample := s.applyAcks(now, d)
 	for i := 0; i < len(d.Messages) && s.State() != engine.StateClosed; i++ {
@@ -227,7 +226,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 	}
 	off := m.Serial - s.expected
 	if int16(off) >= 0 && s.refuseAfterLogout(m) {
-		s.stats.Refused++
+		s.Counters.Refused++
 		return
 	}
 	switch {
@@ -236,7 +235,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 	case off == 0 && s.isHeld(m.Serial):
 		// Held already and refused when its turn came (SetRecvOpen):
 		// taken from the ring, so that no stale copy stays there.
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		s.drainHeld(now)
 	case off == 0:
 		p := paramsOf(m)
@@ -248,16 +247,16 @@ func (s *Session) receive(now time.Time, m *Message) {
 	case int16(off) < 0 && !s.sameAsTaken(m):
 		s.spoofed(m.Serial)
 	case int16(off) < 0:
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		if m.Command == CommandLogin && s.toc != nil {
 			s.resendHandshake(now)
 		}
 	case off >= windowSerials:
 		// Beyond the window: the peer sends it again once it may.
 	case s.isHeld(m.Serial):
-		s.stats.Duplicates++
-	case m.Command >= 0 && s.refusing():
-		s.stats.Refused++
+		s.Counters.Duplicates++
+	case m.Command >= 0 && s.Refusing():
+		s.Counters.Refused++
 	case s.cfg.ChallengeClose && s.isClose(m.Command, m.P1):
 		// Not held: a spoofed one would take the slot of the peer's
 		// message. A genuine close is sent again until acknowledged.
@@ -280,7 +279,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 // (Config.SkipAfter): it is counted in Stats.Skipped and logged at Debug
 // level, and if it arrives later it is a duplicate, never delivered.
 func (s *Session) skip() {
-	s.stats.Skipped++
+	s.Counters.Skipped++
 	if s.cfg.Logger != nil {
 		s.cfg.Logger.Debug("avara: skipped a missing message for good", "serial", s.expected, "held", s.nHeld)
 	}
@@ -306,8 +305,8 @@ func (s *Session) drainHeld(now time.Time) {
 // message while refusing: it stays unacknowledged).
 func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData bool) bool {
 	if p.Command >= 0 {
-		if s.refusing() {
-			s.stats.Refused++
+		if s.Refusing() {
+			s.Counters.Refused++
 			return false
 		}
 		if copyData {
@@ -316,7 +315,7 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 		if data == nil {
 			data = []byte{}
 		}
-		s.recv.Push(engine.Message{Data: data, Reliable: true, Params: p})
+		s.Inbox.Push(engine.Message{Data: data, Reliable: true, Params: p})
 		return true
 	}
 	switch p.Command {

@@ -58,11 +58,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		s.lastPoke, s.extraPoke = now, time.Time{}
 		engine.TraceKeepAlive(s.cfg.Tracer, now)
 	}
-	n := s.transmit(now, buf)
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-	}
+	n := s.Sent(s.transmit(now, buf))
 	if s.loggedOut && !s.owe {
 		s.Fail(engine.Unconfirmed(engine.ErrPeerClosed, s.pending))
 	}
@@ -194,11 +190,11 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 			s.nextSerial += 2
 			s.flight = append(s.flight, m)
 			if !m.transport {
-				s.stats.MessagesSent++
+				s.Counters.MessagesSent++
 			}
 		} else {
 			resent = true
-			s.stats.Retransmits++
+			s.Counters.Retransmits++
 		}
 		m.sendCount = min(m.sendCount+1, 0xFF)
 		m.nextSend = now.Add(s.rto())

@@ -39,9 +39,11 @@ const (
 	// (bits 0..31).
 	mapSerials = 64
 	// MaxRecvQueue bounds the messages delivered and not yet taken by
-	// Recv; at the bound new game messages are refused as with
-	// SetRecvOpen(false).
-	MaxRecvQueue = 4096
+	// Recv. At the bound, as while SetRecvOpen(false) holds, a new game
+	// message is dropped unacknowledged (not held either), counted in
+	// Stats.Refused, and the peer resends it; acknowledgements, transport
+	// messages and duplicates are handled as always.
+	MaxRecvQueue = engine.MaxRecvQueue
 	// throttleResends is how many resends go out without hearing from the
 	// peer before only never-sent messages go out
 	// (docs/protocols/avara.md §3.4).
@@ -137,8 +139,6 @@ type Session struct {
 	oweSince  time.Time // when it first did
 	acksSent  int       // datagrams sent since a message last arrived, up to ackRepeats
 	loggedOut bool      // the peer's Logout was processed: ack it, then end
-	recv      engine.FIFO[engine.Message]
-	recvShut  bool
 	dg        Datagram
 
 	// Config.ReliablePeer (spoof.go).
@@ -151,8 +151,6 @@ type Session struct {
 	chal       engine.Challenge
 	challenges uint32  // challenge ids
 	probe      *outMsg // the running challenge's probe
-
-	stats engine.Stats
 }
 
 // New returns a session created at now, in StateHandshake. A client's
@@ -281,26 +279,6 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	return nil
 }
 
-// Recv returns the next delivered message, in serial order, with its
-// command and parameters in Params; Reliable is always true.
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new game messages (see
-// engine.Engine). While it is closed, or MaxRecvQueue messages wait for
-// Recv, a new game message is dropped unacknowledged (not held either),
-// counted in Stats.Refused, and the peer resends it; acknowledgements,
-// transport messages and duplicates are handled as always.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
-// refusing reports whether new game messages are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
-
 // Close begins a graceful close at now (docs/protocols/avara.md §3.5). A
 // client not yet established, or a server before the Login, closes at
 // once. Otherwise a Logout (p1 our
@@ -348,16 +326,15 @@ func (s *Session) Pending() int { return s.pending }
 // closes challenged with Config.ChallengeClose and those refused as
 // spoofed.
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTTVar, st.RTO = s.est.srtt(), s.est.dev(), s.rto()
 	if s.rtt != nil {
-		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
+		return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rto(), s.cc)
 	}
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.est.srtt(), s.est.dev(), s.rto(), s.cc)
 }
 
-// Capabilities reports ordered reliable delivery on one channel.
+// Capabilities reports ordered reliable delivery on one channel: Recv
+// gives the messages in serial order, with their command and parameters
+// in Params, Reliable always true.
 // MaxMessage is min(984, Config.MaxDatagram − 25): a datagram's header
 // and AckMap and the longest message header leave room for it.
 func (s *Session) Capabilities() engine.Capabilities {
@@ -374,7 +351,7 @@ func (s *Session) Capabilities() engine.Capabilities {
 // messages taken (Config.ReliablePeer).
 func (s *Session) Trim() {
 	s.queue.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	if s.nHeld == 0 {
 		s.ring = nil
 	}

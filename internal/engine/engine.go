@@ -1,8 +1,9 @@
 // Package engine defines the contract between rudp's protocol engines and the
 // root package, and the pieces every engine shares:
 //   - the lifecycle (Lifecycle): State and Err, the graceful close and its
-//     Linger, the handshake and idle timeouts, and Deadline's zero once
-//     closed;
+//     Linger, the handshake and idle timeouts, Deadline's zero once
+//     closed, the counters behind Stats, and the queue of delivered
+//     messages behind Recv and SetRecvOpen (MaxRecvQueue);
 //   - the timer lists an engine's Deadline and its timer pass in Poll both
 //     read (Earliest, End);
 //   - keepalives (KeepAliveAt) and challenges of an announced restart or

@@ -3,19 +3,29 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/rudpkit/rudp/internal/congestion"
 )
 
 // Lifecycle is the lifecycle of one association, the part of the Engine
 // contract that every engine runs alike: the State and why it ended (Err),
 // the start of a graceful close (Close) and the times the end timers count
 // from, which Deadline and the engine's timer pass in Poll read through
-// the engine's End.
+// the engine's End; the counters behind Stats; and the queue of delivered
+// messages behind Recv and SetRecvOpen.
 //
-// An engine embeds one, made by NewLifecycle, which provides its State and
-// Err methods; the engine keeps what its wire does differently: when it is
-// established (Establish), what Close sends, and which timers end it and
-// with what error. The zero Lifecycle is in StateHandshake.
+// An engine embeds one, made by NewLifecycle, which provides its State,
+// Err, Recv and SetRecvOpen methods; the engine keeps what its wire does
+// differently: when it is established (Establish), what Close sends,
+// which timers end it and with what error, what it delivers (Inbox) and
+// how it refuses new messages (Refusing). The zero Lifecycle is in
+// StateHandshake.
 type Lifecycle struct {
+	// Counters are the engine's counters, which its Stats returns with
+	// its estimates (Snapshot).
+	Counters Stats
+	// Inbox holds the messages delivered and not yet taken by Recv.
+	Inbox FIFO[Message]
 	// Created is when the engine was made: the handshake timeout counts
 	// from it.
 	Created time.Time
@@ -27,7 +37,13 @@ type Lifecycle struct {
 	CloseAt time.Time
 	err     error
 	state   State
+	shut    bool // SetRecvOpen(false)
 }
+
+// MaxRecvQueue bounds the messages delivered and not yet taken by Recv:
+// at the bound an engine refuses new messages as with SetRecvOpen(false)
+// (see Refusing).
+const MaxRecvQueue = 4096
 
 // NewLifecycle returns the lifecycle of an engine made at now: in
 // StateHandshake, Created and LastRecv now.
@@ -124,6 +140,57 @@ func (l *Lifecycle) IdleTimeout(timeout time.Duration) (e End) {
 		e.Add(l.LastRecv.Add(timeout), ErrIdleTimeout)
 	}
 	return e
+}
+
+// Recv returns the next delivered message, from Inbox (Engine.Recv), and
+// counts it in Counters.MessagesRecv.
+func (l *Lifecycle) Recv() (Message, bool) {
+	m, ok := l.Inbox.Take()
+	if ok {
+		l.Counters.MessagesRecv++
+	}
+	return m, ok
+}
+
+// SetRecvOpen opens or closes the engine to new data from the peer
+// (Engine.SetRecvOpen), which the engine applies through Refusing or
+// RecvOpen.
+func (l *Lifecycle) SetRecvOpen(open bool) { l.shut = !open }
+
+// RecvOpen reports whether SetRecvOpen left the engine open to new data.
+func (l *Lifecycle) RecvOpen() bool { return !l.shut }
+
+// Refusing reports whether the engine refuses new messages now: it is
+// closed to new data (SetRecvOpen), or MaxRecvQueue messages wait in
+// Inbox.
+func (l *Lifecycle) Refusing() bool { return l.shut || l.Inbox.Len() >= MaxRecvQueue }
+
+// Heard records a datagram of n bytes from the peer, accepted at now:
+// LastRecv, and Counters.PacketsReceived and BytesReceived.
+func (l *Lifecycle) Heard(now time.Time, n int) {
+	l.LastRecv = now
+	l.Counters.PacketsReceived++
+	l.Counters.BytesReceived += uint64(n)
+}
+
+// Sent counts a datagram of n bytes that Poll returns (none when n is 0)
+// in Counters.PacketsSent and BytesSent, and returns n.
+func (l *Lifecycle) Sent(n int) int {
+	if n > 0 {
+		l.Counters.PacketsSent++
+		l.Counters.BytesSent += uint64(n)
+	}
+	return n
+}
+
+// Snapshot returns what Engine.Stats returns: Counters, with the engine's
+// round-trip estimate (SRTT, RTTVar, RTO: each engine says where they come
+// from) and the figures of its congestion controller cc.
+func (l *Lifecycle) Snapshot(srtt, rttVar, rto time.Duration, cc *congestion.Controller) Stats {
+	st := l.Counters
+	st.SRTT, st.RTTVar, st.RTO = srtt, rttVar, rto
+	st.Congestion = cc.Stats()
+	return st
 }
 
 // LingerError returns Err when Linger ran out with pending messages not

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rudpkit/rudp/internal/congestion"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,4 +75,45 @@ func TestUnconfirmed(t *testing.T) {
 	require.ErrorIs(t, err, ErrLingerTimeout)
 	require.EqualError(t, err, "linger timeout: messages left unconfirmed: 3 messages unconfirmed")
 	require.True(t, errors.Is(Unconfirmed(ErrPeerClosed, 1), ErrPeerClosed))
+}
+
+// TestLifecycleCounters: Recv, Heard and Sent count what they handle;
+// Snapshot adds the estimates.
+func TestLifecycleCounters(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	l := NewLifecycle(t0)
+	_, ok := l.Recv()
+	require.False(t, ok)
+	l.Inbox.Push(Message{Data: []byte("a")})
+	m, ok := l.Recv()
+	require.True(t, ok)
+	require.Equal(t, "a", string(m.Data))
+	l.Heard(t0.Add(time.Second), 100)
+	require.Equal(t, t0.Add(time.Second), l.LastRecv)
+	require.Equal(t, 0, l.Sent(0))
+	require.Equal(t, 40, l.Sent(40))
+	require.Equal(t, Stats{PacketsSent: 1, PacketsReceived: 1, BytesSent: 40, BytesReceived: 100, MessagesRecv: 1}, l.Counters)
+	cc := congestion.New(t0, congestion.Config{MaxDatagram: 1200})
+	st := l.Snapshot(time.Millisecond, 2*time.Millisecond, 3*time.Millisecond, cc)
+	require.Equal(t, l.Counters.BytesSent, st.BytesSent)
+	require.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}, []time.Duration{st.SRTT, st.RTTVar, st.RTO})
+	require.Equal(t, cc.Stats(), st.Congestion)
+}
+
+// TestLifecycleRefusing: new messages are refused while closed to new
+// data, or while MaxRecvQueue messages wait.
+func TestLifecycleRefusing(t *testing.T) {
+	l := NewLifecycle(time.Unix(1_000_000, 0))
+	require.True(t, l.RecvOpen())
+	require.False(t, l.Refusing())
+	l.SetRecvOpen(false)
+	require.False(t, l.RecvOpen())
+	require.True(t, l.Refusing())
+	l.SetRecvOpen(true)
+	for range MaxRecvQueue - 1 {
+		l.Inbox.Push(Message{})
+	}
+	require.False(t, l.Refusing())
+	l.Inbox.Push(Message{})
+	require.True(t, l.Refusing())
 }

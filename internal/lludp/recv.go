@@ -54,7 +54,7 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	}
 	p.Extra, p.Body = nil, nil // keep no reference to b
 	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.stats.PacketsRejected++
+		s.Counters.PacketsRejected++
 	}
 	return err
 }
@@ -89,9 +89,8 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	}
 	app := !transport(p.Message)
 
-	s.now, s.LastRecv = now, now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.now = now
+	s.Heard(now, n)
 	if restart {
 		s.adoptPeer()
 	}
@@ -104,9 +103,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	// and processing them twice is harmless.
 	dup, refused := false, false
 	switch {
-	case app && s.refusing() && !s.win.has(p.Seq):
+	case app && s.Refusing() && !s.win.has(p.Seq):
 		refused = true // left out of the window and unacknowledged: the peer resends it
-		s.stats.Refused++
+		s.Counters.Refused++
 	case reliable || app || p.Message == UseCircuitCode:
 		dup = s.win.seen(p.Seq)
 	}
@@ -114,7 +113,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		s.owe(now, p.Seq)
 	}
 	if dup {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 	}
 
 	switch p.Message {
@@ -166,7 +165,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		if !refused && (!dup || s.cfg.DeliverDuplicates) {
 			data := make([]byte, len(p.Body))
 			copy(data, p.Body)
-			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
+			s.Inbox.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
 		}
 	}
 	s.detectLosses(now)
@@ -206,7 +205,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	if started {
 		s.chalEvery = d / engine.ChallengeProbes
 		s.pingAt = now.Add(-s.chalEvery) // a ping at once
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return act
 }
@@ -215,7 +214,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 // the live circuit is there, so what was announced was spoofed.
 func (s *Session) answered(now time.Time, id uint8) {
 	if s.chal.Answer(now, uint32(id)) {
-		s.stats.SpoofsRefused++
+		s.Counters.SpoofsRefused++
 	}
 }
 
@@ -290,7 +289,7 @@ func (s *Session) circuitOpened(now time.Time) {
 func (s *Session) adoptPeer() {
 	s.replaced[s.nReplaced%len(s.replaced)] = s.peerCircuit
 	s.nReplaced++
-	s.stats.PeerRestarts++
+	s.Counters.PeerRestarts++
 	s.win = window{}
 	s.acks.reset()
 	s.nPongs = 0

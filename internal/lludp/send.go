@@ -37,7 +37,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		err := engine.LingerError(s.pending)
 		n := 0
 		if len(buf) >= s.cfg.MaxDatagram {
-			n = s.sent(len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil))))
+			n = s.Sent(len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil))))
 		}
 		s.Fail(err)
 		return n
@@ -55,16 +55,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	if len(buf) < s.cfg.MaxDatagram {
 		return 0
 	}
-	return s.sent(s.transmit(now, buf))
-}
-
-// sent counts a datagram of n bytes (none when n is 0) and returns n.
-func (s *Session) sent(n int) int {
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-	}
-	return n
+	return s.Sent(s.transmit(now, buf))
 }
 
 // transmit writes the next datagram due, if any.
@@ -131,7 +122,7 @@ func (s *Session) sendAgain(now time.Time, buf []byte, m *outMsg) int {
 	m.byRTO = false
 	s.cc.OnSent(now, &m.pkt, n, true)
 	s.resend.pushBack(m)
-	s.stats.Retransmits++
+	s.Counters.Retransmits++
 	return n
 }
 
@@ -214,7 +205,7 @@ func (s *Session) sendQueued(now time.Time, buf []byte) int {
 		return 0
 	}
 	s.queue.Pop()
-	s.stats.MessagesSent++
+	s.Counters.MessagesSent++
 	if m.reliable {
 		return len(s.appendAcks(s.sendReliable(now, buf, m, FlagZerocoded)))
 	}

@@ -86,11 +86,9 @@ type Session struct {
 	backoffAt  time.Time   // when rtt was last backed off
 
 	// Receiving (docs/protocols/lludp.md §3.5).
-	win      window
-	recv     engine.FIFO[engine.Message]
-	recvShut bool // SetRecvOpen(false): new application messages are refused
-	scratch  []byte
-	pkt      Packet
+	win     window
+	scratch []byte
+	pkt     Packet
 
 	// Challenge of a close or restart announced while open (see
 	// challenged).
@@ -100,8 +98,6 @@ type Session struct {
 	// Closing.
 	closeSent int
 	closeNext time.Time
-
-	stats engine.Stats
 }
 
 // New returns a session created at now, in StateHandshake. A client's
@@ -208,30 +204,6 @@ func (s *Session) release(m *outMsg) {
 	s.free = append(s.free, m)
 }
 
-// Recv returns the next delivered message, in arrival order (LLUDP has no
-// ordering, docs/protocols/lludp.md §3.6). MessageNumber is the message's number; Reliable
-// is its RELIABLE flag.
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new application messages
-// (see engine.Engine). While it is closed, or MaxRecvQueue messages wait
-// for Recv, a datagram carrying an application message that has not
-// arrived before is still taken for its appended acks, but its message is
-// dropped, counted in Stats.Refused: a reliable one is not acknowledged
-// and not entered in the duplicate window, so the peer resends it and it
-// is taken then. Transport messages and duplicates (acknowledged again)
-// are handled as always.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
-// refusing reports whether new application messages are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
-
 // Close begins a graceful close at now. A server without a circuit, or a
 // client that has neither sent its UseCircuitCode nor anything pending,
 // closes at once. Otherwise the session
@@ -264,13 +236,10 @@ func (s *Session) Pending() int { return s.pending }
 // Retransmits counts resends; Duplicates counts datagrams whose message
 // had arrived before (acknowledged again, not delivered).
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTO = s.avgPing, s.rto()
 	if s.rtt != nil && s.rtt.Sampled() {
-		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
+		return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rto(), s.cc)
 	}
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.avgPing, 0, s.rto(), s.cc)
 }
 
 // maxMessage is the largest body Send accepts: what fits the message
@@ -278,7 +247,9 @@ func (s *Session) Stats() engine.Stats {
 func (s *Session) maxMessage() int { return s.maxBuilt() - HeaderLen - 4 }
 
 // Capabilities reports unordered delivery on one channel with reliable
-// and unreliable messages. MaxMessage is the largest body, for every
+// and unreliable messages: Recv gives them in arrival order (LLUDP has
+// no ordering, docs/protocols/lludp.md §3.6), MessageNumber the message's
+// number and Reliable its RELIABLE flag. MaxMessage is the largest body, for every
 // message number: min(MTUBytes, Config.MaxDatagram) − 6 (header) − 4 (a
 // Low or Fixed number), 1190 bytes by default. (The viewer's budget would
 // leave a High number 3 bytes more and a Medium one 2; a single limit
@@ -336,7 +307,7 @@ func (s *Session) Trim() {
 	s.prevAcks = nil
 	s.cc.Trim()
 	s.queue.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.scratch = nil
 	s.free = nil
 	if s.cfg.DeliverDuplicates {

@@ -62,7 +62,7 @@ func (s *Session) HandleDatagram(now time.Time, p []byte) error {
 	}
 	clear(f.Messages) // keep no reference to p
 	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.stats.PacketsRejected++
+		s.Counters.PacketsRejected++
 	}
 	return err
 }
@@ -84,7 +84,7 @@ func (s *Session) handle(f *Frame, n int) error {
 		if err := s.handleData(f); err != nil {
 			return err
 		}
-	case s.st == stDisconnecting && s.recvShut:
+	case s.st == stDisconnecting && !s.RecvOpen():
 		s.refuse(f) // ignored, as always once disconnecting, but counted
 	}
 	if f.Type == FrameConnect && s.st == stConnected && f.Nonce != s.peerNonce {
@@ -95,15 +95,13 @@ func (s *Session) handle(f *Frame, n int) error {
 			return engine.ErrPeerRestarted
 		case f.Nonce != s.restartNon:
 			s.restartNon = f.Nonce
-			s.stats.PeerRestarts++
+			s.Counters.PeerRestarts++
 		}
 	}
 	if f.Type == FrameDisconnect && s.st == stConnected && !s.challenged(engine.ChallengeClose) {
 		return nil
 	}
-	s.LastRecv = s.now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.Heard(s.now, n)
 
 	switch s.st {
 	case stConnecting:
@@ -250,7 +248,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 	if started {
 		s.chalEvery = d / engine.ChallengeProbes
 		s.sendPing()
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return act
 }
@@ -259,7 +257,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 // is there, so what was announced was spoofed.
 func (s *Session) answered(id uint16) {
 	if s.chal.Answer(s.now, uint32(id)) {
-		s.stats.SpoofsRefused++
+		s.Counters.SpoofsRefused++
 		s.pingAt = s.now.Add(s.cfg.KeepAlive) // no more probes
 	}
 }
@@ -353,7 +351,7 @@ func (s *Session) Trim() {
 	s.ctl.Trim()
 	s.timeq.Trim()
 	s.resendq.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.recvCost.Trim()
 }
 

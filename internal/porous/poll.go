@@ -34,11 +34,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	} else {
 		n = s.next(buf)
 	}
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-	}
-	return n
+	return s.Sent(n)
 }
 
 // next writes the next frame due, or returns 0.

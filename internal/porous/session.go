@@ -144,17 +144,14 @@ type Session struct {
 	touched   [MaxChannels / 64]uint64
 	pending   int
 	pendBytes int
-	free      []*outPacket // recycled packets (see release)
-	lent      *outPacket   // the packet whose buffer MessageBuffer returned
-	freeBytes int          // the capacity of their buffers
-	recvPool  [][]byte     // reassembly buffers handed back by Recycle
-	recv      engine.FIFO[engine.Message]
-	recvCost  engine.FIFO[recvCharge]         // parallel to recv
-	recvShut  bool                            // SetRecvOpen(false): new data is refused
+	free      []*outPacket                    // recycled packets (see release)
+	lent      *outPacket                      // the packet whose buffer MessageBuffer returned
+	freeBytes int                             // the capacity of their buffers
+	recvPool  [][]byte                        // reassembly buffers handed back by Recycle
+	recvCost  engine.FIFO[recvCharge]         // parallel to Inbox
 	sink      func(time.Time, engine.Message) // see SetSink
 
 	now   time.Time
-	stats engine.Stats
 	frame Frame // decoding scratch
 
 	maxFrame int // the largest new frame built: see SetMaxFrame
@@ -316,11 +313,11 @@ func (s *Session) full(ch uint8, n int) bool {
 }
 
 // Recv returns the next delivered packet. Channel is set; Reliable is
-// false because the send mode is not on the wire (docs/protocols/porous.md §1.2).
+// true because the send mode is not on the wire (docs/protocols/porous.md
+// §1.2).
 func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
+	m, ok := s.Lifecycle.Recv()
 	if ok {
-		s.stats.MessagesRecv++
 		c, _ := s.recvCost.Take()
 		s.recvBytes -= c.n
 		s.rxch[m.Channel].exempt -= c.exempt
@@ -347,10 +344,10 @@ func (s *Session) SetSink(f func(now time.Time, m engine.Message)) { s.sink = f 
 // waits for may be among what is refused. Reopening starts the stall
 // clocks of the channels still waiting afresh.
 func (s *Session) SetRecvOpen(open bool) {
-	if open && s.recvShut {
+	if open && !s.RecvOpen() {
 		s.restartStallClocks()
 	}
-	s.recvShut = !open
+	s.Lifecycle.SetRecvOpen(open)
 }
 
 // Held returns the number of packets received whole, and acknowledged,
@@ -430,10 +427,7 @@ func (s *Session) Pending() int { return s.pending }
 // again, PacketsRejected datagrams that did not decode or were refused,
 // TooLarge incoming packets dropped for exceeding Config.MaxPacket.
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rto()
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rto(), s.cc)
 }
 
 // Capabilities reports packets of up to Config.MaxPacket bytes, ordered

@@ -381,7 +381,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	}
 	act, started := s.chal.Ask(now, k, s.nextDgram, now.Add(s.challengeWait()))
 	if started {
-		s.stats.Challenges++
+		s.Counters.Challenges++
 		if !now.Before(s.lastKA.Add(s.probeInterval())) {
 			s.kaDue, s.lastKA = true, now
 		}

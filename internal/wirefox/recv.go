@@ -58,11 +58,9 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	clear(s.pkts)
 	switch {
 	case err == nil || errors.Is(err, engine.ErrPeerRestarted):
-		s.stats.PacketsReceived++
-		s.stats.BytesReceived += uint64(size)
-		s.LastRecv = now
+		s.Heard(now, size)
 	case errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected):
-		s.stats.PacketsRejected++
+		s.Counters.PacketsRejected++
 	}
 	return err
 }
@@ -141,7 +139,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.connected(now)
 	}
 	if s.dgHist.has(d.ID) {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		return nil
 	}
 	s.arrived(now, d.ID)
@@ -149,7 +147,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	for _, id := range d.Acks {
 		if s.answers(id) {
 			s.chal.Answer(now, s.chal.Probe)
-			s.stats.SpoofsRefused++
+			s.Counters.SpoofsRefused++
 		}
 		if rtt, ok := s.ackDgram(now, id); ok {
 			sample = rtt
@@ -184,10 +182,14 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		}
 		return nil
 	}
-	// New packets are taken all or none while refusing: an ACK covers
+	// While SetRecvOpen(false) holds, or engine.MaxRecvQueue messages
+	// wait for Recv, a datagram carrying a packet not seen before is not
+	// acknowledged and its new packets are dropped (counted in
+	// Stats.Refused), so the peer resends them; its acknowledgements and
+	// NAKs are applied. New packets are taken all or none: an ACK covers
 	// the whole datagram, so no packet may be taken unacknowledged.
 	refused := false
-	if s.refusing() {
+	if s.Refusing() {
 		for i := range pkts {
 			if !s.pktHist.has(pkts[i].ID) {
 				s.refusePacket("receive queue full or closed")
@@ -316,15 +318,12 @@ func hasDisconnect(pkts []Packet) bool {
 	return false
 }
 
-// refusing reports whether new packets are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= maxRecvQueue }
-
 // takePacket processes one packet of an accepted datagram and reports
 // whether it was refused (not taken, so the datagram is not
 // acknowledged).
 func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 	if s.pktHist.has(p.ID) {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		return false
 	}
 	if p.Split() {
@@ -389,6 +388,6 @@ func (s *Session) answerClose() {
 // push queues a message for Recv.
 func (s *Session) push(ch uint8, opts byte, data []byte) {
 	if data != nil {
-		s.recv.Push(engine.Message{Data: data, Channel: ch, Reliable: opts&OptReliable != 0})
+		s.Inbox.Push(engine.Message{Data: data, Channel: ch, Reliable: opts&OptReliable != 0})
 	}
 }

@@ -136,14 +136,10 @@ var errGraceful = fmt.Errorf("wirefox: closed")
 // sent counts a datagram of n bytes (none when 0), connected datagram
 // dg or out-of-band (-1), and returns n.
 func (s *Session) sent(now time.Time, n int, dg int64) int {
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-		if s.cfg.ReferencePeer {
-			s.pace.sent(now, dg, n)
-		}
+	if n > 0 && s.cfg.ReferencePeer {
+		s.pace.sent(now, dg, n)
 	}
-	return n
+	return s.Sent(n)
 }
 
 // applyTimers applies the timers due at now.
@@ -410,7 +406,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 		rec.packets = append(rec.packets, p)
 		if p.sends > 1 {
 			resend = true
-			s.stats.Retransmits++
+			s.Counters.Retransmits++
 		}
 	}
 	for s.dueQ.Len() > 0 {
@@ -452,7 +448,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 			s.nextPkt++
 		}
 		if i == 0 && !m.internal {
-			s.stats.MessagesSent++
+			s.Counters.MessagesSent++
 		}
 		p := &outPkt{msg: m, index: i, id: s.nextPkt}
 		s.nextPkt++

@@ -48,9 +48,6 @@ const (
 	// timeout resends what it carried).
 	maxOwedAcks = 4096
 	maxOwedNaks = 1024
-	// maxRecvQueue bounds the messages waiting for Recv; beyond it new
-	// packets are refused as with SetRecvOpen(false).
-	maxRecvQueue = 4096
 	// packetWindow bounds the packet IDs between the oldest
 	// unacknowledged and the next: half the receiver's history.
 	packetWindow = historySize / 2
@@ -126,7 +123,6 @@ type Session struct {
 	kaDue      bool  // a keepalive is due
 	discSent   bool  // DISCONNECT_REQUEST queued
 	gotFirst   bool  // a connected datagram arrived
-	recvShut   bool  // SetRecvOpen(false)
 	refusedRun bool  // the last new packet was refused (logged once per run)
 	oobID      uint32
 
@@ -178,13 +174,11 @@ type Session struct {
 	// Receiving.
 	dgHist, pktHist history
 	reasm           map[uint32]*reassembly
-	buffered        int // footprint of reassembly and held ORDERED messages (see recvmem.go)
-	recv            engine.FIFO[engine.Message]
+	buffered        int      // footprint of reassembly and held ORDERED messages (see recvmem.go)
 	pkts            []Packet // scratch
 	dg              Datagram // scratch
 
-	chal  engine.Challenge
-	stats engine.Stats
+	chal engine.Challenge
 }
 
 // channel is what a Session keeps for one channel, in one allocation for
@@ -352,24 +346,6 @@ func (s *Session) done(m *outMsg) {
 	s.pendBytes -= len(m.blob)
 }
 
-// Recv returns the next delivered message: Data is the blob (command byte
-// first, always CmdUser or above), Channel its channel and Reliable its
-// RELIABLE option.
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new messages (see
-// engine.Engine): while closed, a datagram carrying a packet not seen
-// before is not acknowledged and its new packets are dropped (counted in
-// Stats.Refused), so the peer resends them; its acknowledgements and
-// NAKs are applied.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
 // Close begins a graceful close at now. A session still in its handshake
 // with nothing pending closes at once. Otherwise it enters StateClosing: Send is refused,
 // pending messages are still sent, then a reliable DISCONNECT_REQUEST
@@ -394,16 +370,15 @@ func (s *Session) SendRoom(uint8) int { return engine.SendRoom(s.pendBytes, s.cc
 // samples, RTTVar their spread (max − min), RTO the reference's timeout
 // (docs/protocols/wirefox.md §3.4).
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
 	avg, lo, hi := s.rttStats()
-	st.SRTT, st.RTTVar, st.RTO = avg, hi-lo, s.rto()
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(avg, hi-lo, s.rto(), s.cc)
 }
 
 // Capabilities reports 1 + len(Config.Channels) channels, reliable and
 // unreliable messages up to Config.MaxMessage bytes (command byte
-// included), in order on ORDERED channels.
+// included), in order on ORDERED channels. Recv gives a message's blob
+// as its Data (command byte first, always CmdUser or above), its channel
+// and its RELIABLE option as Reliable.
 func (s *Session) Capabilities() engine.Capabilities {
 	ordered := false
 	for _, m := range s.cfg.Channels {
@@ -438,7 +413,7 @@ func (s *Session) Trim() {
 	}
 	s.dueQ.Trim()
 	s.dgOrder.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.pkts = nil
 	s.prevAcks, s.ackScratch = nil, nil
 	s.cc.Trim()
