@@ -1,6 +1,8 @@
 package airhook
 
 import (
+	"cmp"
+	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -91,6 +93,38 @@ type Session struct {
 	chalEvery  time.Duration // how often it probes
 
 	pkt Packet // scratch for decoding and encoding
+}
+
+// sessionDraws bounds the attempts at drawing a nonzero session ID.
+const sessionDraws = 8
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
+	c.RTOInitial = cmp.Or(c.RTOInitial, DefaultRTOInitial)
+	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
+	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	switch {
+	case c.MaxDatagram < MinMaxDatagram:
+		return c, engine.ConfigError("airhook", "MaxDatagram %d below %d", c.MaxDatagram, MinMaxDatagram)
+	case c.RTOInitial < 0 || c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
+		return c, engine.ConfigError("airhook", "RTO bounds %v/%v/%v", c.RTOInitial, c.RTOMin, c.RTOMax)
+	}
+	if err := engine.CheckConfig("airhook", false, false, c.MaxQueued, c.KeepAlive, c.IdleTimeout, c.HandshakeTimeout, c.Linger); err != nil {
+		return c, err
+	}
+	for draws := 0; c.Session == 0; draws++ {
+		if draws == sessionDraws {
+			return c, engine.ConfigError("airhook", "Rand yields only zero session IDs")
+		}
+		if err := engine.DrawID(c.Rand, &c.Session); err != nil {
+			return c, fmt.Errorf("airhook: drawing a session ID: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // New returns a session created at now, in StateHandshake. It fails if cfg

@@ -193,7 +193,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	s, err := New(now, Config{Session: 1, MaxDatagram: MinMaxDatagram})
 	require.NoError(t, err)
-	require.Equal(t, engine.Capabilities{MaxMessage: 256, MaxQueued: DefaultMaxQueued, Channels: 1}, s.Capabilities())
+	require.Equal(t, engine.Capabilities{MaxMessage: 256, MaxQueued: engine.DefaultMaxQueued, Channels: 1}, s.Capabilities())
 	require.Equal(t, DefaultRTOInitial, s.Stats().RTO)
 }
 
@@ -634,7 +634,7 @@ func TestCloseGraceful(t *testing.T) {
 	require.Zero(t, p.A.Pending())
 	require.Equal(t, p.A.LastRecv.Add(max(2*p.A.rtt.RTO(), MinTimeWait)), p.Now,
 		"closed after a TIME-WAIT without datagrams")
-	require.Less(t, p.Now.Sub(closeAt), DefaultLinger)
+	require.Less(t, p.Now.Sub(closeAt), engine.DefaultLinger)
 }
 
 func TestCloseLingerTimeout(t *testing.T) {

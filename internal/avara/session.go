@@ -1,6 +1,7 @@
 package avara
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -151,6 +152,44 @@ type Session struct {
 	chal       engine.Challenge
 	challenges uint32  // challenge ids
 	probe      *outMsg // the running challenge's probe
+}
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.Version = cmp.Or(c.Version, DefaultVersion)
+	c.Cram = cmp.Or(c.Cram, DefaultCram)
+	if c.Cram < 0 {
+		c.Cram = 0
+	}
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, MaxDatagram)
+	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
+	c.RTOMin = cmp.Or(c.RTOMin, 10*time.Millisecond)
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+		if !c.Client {
+			c.HandshakeTimeout = DefaultServerHandshakeTimeout
+		}
+	}
+	c.DeadTimeout = cmp.Or(c.DeadTimeout, DefaultDeadTimeout)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	switch {
+	case !c.Client && (c.ClientID < 1 || c.ClientID > MaxClients):
+		return c, engine.ConfigError("avara", "ClientID %d outside 1..%d", c.ClientID, MaxClients)
+	case len(c.Password) > MaxPassword:
+		return c, engine.ConfigError("avara", "password of %d bytes, at most %d", len(c.Password), MaxPassword)
+	case c.Cram > MaxCram:
+		return c, engine.ConfigError("avara", "Cram %d above %d", c.Cram, MaxCram)
+	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MaxDatagram:
+		return c, engine.ConfigError("avara", "MaxDatagram %d outside %d..%d", c.MaxDatagram, MinMaxDatagram, MaxDatagram)
+	case c.LoginPad < 0 || c.LoginPad > MaxData:
+		return c, engine.ConfigError("avara", "LoginPad %d outside 0..%d", c.LoginPad, MaxData)
+	case c.SkipAfter < 0:
+		return c, engine.ConfigError("avara", "SkipAfter %d", c.SkipAfter)
+	}
+	return c, engine.CheckConfig("avara", c.Client, c.Accept, c.MaxQueued,
+		c.AckDelay, c.RTOMin, c.DeadTimeout, c.Linger, c.IdleTimeout, c.KeepAlive)
 }
 
 // New returns a session created at now, in StateHandshake. A client's

@@ -6,6 +6,9 @@
 //     messages behind Recv and SetRecvOpen (MaxRecvQueue);
 //   - the timer lists an engine's Deadline and its timer pass in Poll both
 //     read (Earliest, End);
+//   - the settings every engine's Config has: their defaults and checks
+//     (DefaultLinger, DefaultMaxQueued, CheckConfig, ConfigError) and the
+//     random IDs drawn from its Rand (DrawID);
 //   - keepalives (KeepAliveAt) and challenges of an announced restart or
 //     close (Challenge);
 //   - the RFC 6298 RTT estimator, serial-number arithmetic and the FIFO

@@ -1,6 +1,7 @@
 package lludp
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -98,6 +99,32 @@ type Session struct {
 	// Closing.
 	closeSent int
 	closeNext time.Time
+}
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
+	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
+	c.ResendLimit = cmp.Or(c.ResendLimit, DefaultResendLimit)
+	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
+	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	c.InitialSeq = cmp.Or(c.InitialSeq, 1)
+	switch {
+	case c.MaxDatagram < MinMaxDatagram:
+		return c, engine.ConfigError("lludp", "MaxDatagram %d below %d", c.MaxDatagram, MinMaxDatagram)
+	case c.AckDelay < 0:
+		return c, engine.ConfigError("lludp", "AckDelay %v", c.AckDelay)
+	case c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
+		return c, engine.ConfigError("lludp", "RTO bounds %v/%v", c.RTOMin, c.RTOMax)
+	case c.InitialSeq >= SeqWrap:
+		return c, engine.ConfigError("lludp", "InitialSeq %#x not below 2^24", c.InitialSeq)
+	}
+	return c, engine.CheckConfig("lludp", c.Client, c.Accept, c.MaxQueued, c.HandshakeTimeout, c.Linger)
 }
 
 // New returns a session created at now, in StateHandshake. A client's

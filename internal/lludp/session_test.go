@@ -57,7 +57,7 @@ func TestConfigValidation(t *testing.T) {
 		require.Error(t, err, name)
 	}
 	s := newSession(t, t0, Config{})
-	require.Equal(t, engine.Capabilities{MaxMessage: 1190, MaxQueued: DefaultMaxQueued, Channels: 1, Unreliable: true}, s.Capabilities())
+	require.Equal(t, engine.Capabilities{MaxMessage: 1190, MaxQueued: engine.DefaultMaxQueued, Channels: 1, Unreliable: true}, s.Capabilities())
 	st := s.Stats()
 	require.Equal(t, time.Second, st.SRTT, "initial averaged ping")
 	require.Equal(t, 5*time.Second, st.RTO, "5 × 1 s")

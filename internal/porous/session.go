@@ -1,6 +1,9 @@
 package porous
 
 import (
+	"cmp"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -158,6 +161,55 @@ type Session struct {
 	// largeOK: a frame above MaxFrameSize was acknowledged; largeLost: one
 	// was declared lost before that, and large frames were given up.
 	largeOK, largeLost bool
+}
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.Channels = cmp.Or(c.Channels, 1)
+	c.MaxPacket = cmp.Or(c.MaxPacket, DefaultMaxPacket)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	c.MaxQueuedBytes = cmp.Or(c.MaxQueuedBytes, DefaultMaxQueuedBytes)
+	c.MaxRxBandwidth = cmp.Or(c.MaxRxBandwidth, NoBandwidthLimit)
+	c.MaxTxBandwidth = cmp.Or(c.MaxTxBandwidth, NoBandwidthLimit)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	c.MaxUnreliableDelay = cmp.Or(c.MaxUnreliableDelay, DefaultMaxUnreliableDelay)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Channels < 1 || c.Channels > MaxChannels:
+		return c, engine.ConfigError("porous", "Channels %d not in 1..%d", c.Channels, MaxChannels)
+	case len(c.Priorities) > c.Channels:
+		return c, engine.ConfigError("porous", "%d Priorities for %d channels", len(c.Priorities), c.Channels)
+	case len(c.Weights) > c.Channels:
+		return c, engine.ConfigError("porous", "%d Weights for %d channels", len(c.Weights), c.Channels)
+	case c.SendOrder > Arrival:
+		return c, engine.ConfigError("porous", "SendOrder %d", c.SendOrder)
+	case c.MaxPacket < 0 || c.MaxPacket > MaxPacketLimit:
+		return c, engine.ConfigError("porous", "MaxPacket %d not in 1..%d", c.MaxPacket, MaxPacketLimit)
+	case c.MaxQueuedBytes < 0:
+		return c, engine.ConfigError("porous", "MaxQueuedBytes %d", c.MaxQueuedBytes)
+	}
+	for i, w := range c.Weights {
+		if w < 1 || w > 255 {
+			return c, engine.ConfigError("porous", "Weights[%d] = %d not in 1..255", i, w)
+		}
+	}
+	for i, p := range c.Priorities {
+		if p > Low {
+			return c, engine.ConfigError("porous", "Priorities[%d] = %d", i, p)
+		}
+	}
+	if err := engine.CheckConfig("porous", false, false, c.MaxQueued, c.KeepAlive, c.HandshakeTimeout, c.Linger); err != nil {
+		return c, err
+	}
+	if err := engine.DrawID(c.Rand, &c.Nonce); err != nil {
+		return c, fmt.Errorf("porous: drawing a nonce: %w", err)
+	}
+	return c, nil
 }
 
 // New returns a session created at now, in StateHandshake. It fails if cfg

@@ -1,8 +1,8 @@
 package wirefox
 
 import (
+	"cmp"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -192,6 +192,38 @@ type channel struct {
 	listed  bool                 // in Session.active
 }
 
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, MTU)
+	c.MaxMessage = cmp.Or(c.MaxMessage, MaxMessage)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	c.MaxRecvBuffer = cmp.Or(c.MaxRecvBuffer, max(DefaultMaxRecvBuffer, msgCost(c.MaxMessage)))
+	c.SendLimit = cmp.Or(c.SendLimit, DefaultSendLimit)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	switch {
+	case len(c.Channels) > MaxChannels:
+		return c, engine.ConfigError("wirefox", "%d channels above %d", len(c.Channels), MaxChannels)
+	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MTU:
+		return c, engine.ConfigError("wirefox", "MaxDatagram %d outside %d..%d", c.MaxDatagram, MinMaxDatagram, MTU)
+	case c.MaxMessage < 1 || c.MaxMessage > MaxMessage:
+		return c, engine.ConfigError("wirefox", "MaxMessage %d outside 1..%d", c.MaxMessage, MaxMessage)
+	case c.MaxRecvBuffer < msgCost(c.MaxMessage):
+		return c, engine.ConfigError("wirefox", "MaxRecvBuffer %d", c.MaxRecvBuffer)
+	case (c.Identity != nil || c.ServerKey != nil) && !c.Encrypt,
+		c.Identity != nil && c.Client, c.ServerKey != nil && !c.Client:
+		return c, engine.ConfigError("wirefox", "Identity is for an encrypting server, ServerKey for an encrypting client")
+	case c.Encrypt && c.MaxDatagram-Overhead < MinMaxDatagram:
+		return c, engine.ConfigError("wirefox", "MaxDatagram %d below %d with encryption", c.MaxDatagram, MinMaxDatagram+Overhead)
+	}
+	for i, m := range c.Channels {
+		if m > Sequenced {
+			return c, engine.ConfigError("wirefox", "channel %d mode %d", i+1, m)
+		}
+	}
+	return c, engine.CheckConfig("wirefox", c.Client, c.Accept, c.MaxQueued, c.HandshakeTimeout, c.Linger)
+}
+
 // New returns a session created at now in StateHandshake: a client's
 // INITIAL_CLIENT is due at once. It fails on an invalid Config or when
 // Rand fails.
@@ -204,12 +236,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	if r == nil {
 		r = rand.Reader
 	}
-	if cfg.PeerID == 0 {
-		var b [8]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("wirefox: PeerID: %w", err)
-		}
-		cfg.PeerID = binary.BigEndian.Uint64(b[:])
+	if err := engine.DrawID(r, &cfg.PeerID); err != nil {
+		return nil, fmt.Errorf("wirefox: PeerID: %w", err)
 	}
 	n := 1 + len(cfg.Channels)
 	s := &Session{
@@ -252,11 +280,11 @@ func New(now time.Time, cfg Config) (*Session, error) {
 // (CongestionControl::NotifyReceivedDatagram and SequenceGreaterThan,
 // source/CongestionControl.cpp); docs/protocols/wirefox.md §3.3.
 func firstDgramID(r io.Reader) (uint32, error) {
-	var b [4]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	var id uint32
+	if err := engine.DrawID(r, &id); err != nil {
 		return 0, fmt.Errorf("wirefox: datagram ID: %w", err)
 	}
-	id := binary.BigEndian.Uint32(b[:]) | 1<<31
+	id |= 1 << 31
 	if id == 1<<31 {
 		id++ // 0x80000000 is half the ID space ahead of 0 at the reference
 	}
