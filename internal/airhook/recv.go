@@ -1,7 +1,6 @@
 package airhook
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,20 +32,16 @@ var (
 // Rejected datagrams are counted in Stats.PacketsRejected; no error
 // changes any protocol state. Messages are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.State() == engine.StateClosed {
-		return engine.ErrClosed
-	}
-	p := &s.pkt
-	err := Decode(b, p)
-	if err == nil {
-		err = s.handle(now, p, len(b))
-	}
-	clear(p.Messages) // keep no reference to b
-	p.Missed = nil
-	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.Counters.PacketsRejected++
-	}
-	return err
+	return s.Input(func() error {
+		p := &s.pkt
+		err := Decode(b, p)
+		if err == nil {
+			err = s.handle(now, p, len(b))
+		}
+		clear(p.Messages) // keep no reference to b
+		p.Missed = nil
+		return err
+	})
 }
 
 // handle applies the sequence and session checks to a decoded packet of n

@@ -46,24 +46,21 @@ var (
 // an established session first challenges it, see challenge.go). Data
 // are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.State() == engine.StateClosed {
-		return engine.ErrClosed
-	}
-	d := &s.dg
-	err := s.parse(b, d)
-	if errors.Is(err, ErrPunch) {
-		return nil
-	}
-	if err == nil {
-		err = s.check(d)
-	}
-	if err == nil {
-		s.handle(now, d, len(b))
-	} else {
-		s.Counters.PacketsRejected++
-	}
-	clear(d.Messages) // keep no reference to b
-	return err
+	return s.Input(func() error {
+		d := &s.dg
+		err := s.parse(b, d)
+		if errors.Is(err, ErrPunch) {
+			return nil
+		}
+		if err == nil {
+			err = s.check(d)
+		}
+		if err == nil {
+			s.handle(now, d, len(b))
+		}
+		clear(d.Messages) // keep no reference to b
+		return err
+	})
 }
 
 // check refuses a parsed datagram before anything changes.

@@ -2,7 +2,8 @@
 // root package, and the pieces every engine shares:
 //   - the lifecycle (Lifecycle): State and Err, the graceful close and its
 //     Linger, the handshake and idle timeouts, Deadline's zero once
-//     closed, the counters behind Stats, and the queue of delivered
+//     closed, what HandleDatagram does around an engine's own parsing
+//     (Input), the counters behind Stats, and the queue of delivered
 //     messages behind Recv and SetRecvOpen (MaxRecvQueue);
 //   - the timer lists an engine's Deadline and its timer pass in Poll both
 //     read (Earliest, End);

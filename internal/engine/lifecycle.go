@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 // contract that every engine runs alike: the State and why it ended (Err),
 // the start of a graceful close (Close) and the times the end timers count
 // from, which Deadline and the engine's timer pass in Poll read through
-// the engine's End; the counters behind Stats; and the queue of delivered
+// the engine's End; what HandleDatagram does around the engine's own
+// parsing (Input); the counters behind Stats; and the queue of delivered
 // messages behind Recv and SetRecvOpen.
 //
 // An engine embeds one, made by NewLifecycle, which provides its State,
@@ -140,6 +142,22 @@ func (l *Lifecycle) IdleTimeout(timeout time.Duration) (e End) {
 		e.Add(l.LastRecv.Add(timeout), ErrIdleTimeout)
 	}
 	return e
+}
+
+// Input runs what every engine's HandleDatagram does around its own
+// parsing and handling of a datagram (Engine.HandleDatagram): in
+// StateClosed it returns ErrClosed without calling handle; otherwise it
+// returns handle's error, and counts it in Counters.PacketsRejected when
+// it wraps ErrMalformed or ErrRejected.
+func (l *Lifecycle) Input(handle func() error) error {
+	if l.state == StateClosed {
+		return ErrClosed
+	}
+	err := handle()
+	if errors.Is(err, ErrMalformed) || errors.Is(err, ErrRejected) {
+		l.Counters.PacketsRejected++
+	}
+	return err
 }
 
 // Recv returns the next delivered message, from Inbox (Engine.Recv), and

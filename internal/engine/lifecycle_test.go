@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -116,4 +117,24 @@ func TestLifecycleRefusing(t *testing.T) {
 	require.False(t, l.Refusing())
 	l.Inbox.Push(Message{})
 	require.True(t, l.Refusing())
+}
+
+// TestLifecycleInput: ErrClosed once closed, without handling; malformed
+// and rejected datagrams counted, other errors not.
+func TestLifecycleInput(t *testing.T) {
+	l := NewLifecycle(time.Unix(1_000_000, 0))
+	handled := 0
+	handle := func(err error) func() error {
+		return func() error { handled++; return err }
+	}
+	require.NoError(t, l.Input(handle(nil)))
+	require.ErrorIs(t, l.Input(handle(fmt.Errorf("%w: x", ErrMalformed))), ErrMalformed)
+	require.ErrorIs(t, l.Input(handle(fmt.Errorf("%w: x", ErrRejected))), ErrRejected)
+	require.ErrorIs(t, l.Input(handle(ErrPeerRestarted)), ErrPeerRestarted)
+	require.Equal(t, 4, handled)
+	require.Equal(t, uint64(2), l.Counters.PacketsRejected)
+	l.Fail(nil)
+	require.ErrorIs(t, l.Input(handle(nil)), ErrClosed)
+	require.Equal(t, 4, handled)
+	require.Equal(t, uint64(2), l.Counters.PacketsRejected)
 }

@@ -2,7 +2,6 @@ package lludp
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -41,22 +40,18 @@ var (
 // accepted. The body is copied; b may be reused at
 // once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.State() == engine.StateClosed {
-		return engine.ErrClosed
-	}
-	if s.scratch == nil && len(b) > 0 && b[0]&FlagZerocoded != 0 {
-		s.scratch = make([]byte, 0, MaxDecoded)
-	}
-	p := &s.pkt
-	err := ParsePacket(b, p, s.scratch)
-	if err == nil {
-		err = s.handle(now, p, len(b))
-	}
-	p.Extra, p.Body = nil, nil // keep no reference to b
-	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.Counters.PacketsRejected++
-	}
-	return err
+	return s.Input(func() error {
+		if s.scratch == nil && len(b) > 0 && b[0]&FlagZerocoded != 0 {
+			s.scratch = make([]byte, 0, MaxDecoded)
+		}
+		p := &s.pkt
+		err := ParsePacket(b, p, s.scratch)
+		if err == nil {
+			err = s.handle(now, p, len(b))
+		}
+		p.Extra, p.Body = nil, nil // keep no reference to b
+		return err
+	})
 }
 
 // handle applies the circuit checks to a parsed datagram of n bytes and

@@ -1,7 +1,6 @@
 package porous
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,9 +34,11 @@ var (
 // Stats.PacketsRejected (ErrPeerRestarted and ErrClosed are not). p may be
 // reused at once.
 func (s *Session) HandleDatagram(now time.Time, p []byte) error {
-	if s.st == stZombie {
-		return engine.ErrClosed
-	}
+	return s.Input(func() error { return s.input(now, p) })
+}
+
+// input is HandleDatagram once open.
+func (s *Session) input(now time.Time, p []byte) error {
 	s.setNow(now)
 	f := &s.frame
 	maxData := MaxFrameSize
@@ -61,9 +62,6 @@ func (s *Session) HandleDatagram(now time.Time, p []byte) error {
 		err = s.handle(f, len(p))
 	}
 	clear(f.Messages) // keep no reference to p
-	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.Counters.PacketsRejected++
-	}
 	return err
 }
 

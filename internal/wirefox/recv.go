@@ -33,9 +33,11 @@ var (
 // address drops, without an error, a connected datagram that does not
 // acknowledge one of its probes (see the package doc).
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.State() == engine.StateClosed {
-		return engine.ErrClosed
-	}
+	return s.Input(func() error { return s.input(now, b) })
+}
+
+// input is HandleDatagram once open.
+func (s *Session) input(now time.Time, b []byte) error {
 	var err error
 	d := &s.dg
 	size := len(b)
@@ -56,11 +58,8 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	}
 	d.Data = nil
 	clear(s.pkts)
-	switch {
-	case err == nil || errors.Is(err, engine.ErrPeerRestarted):
+	if err == nil || errors.Is(err, engine.ErrPeerRestarted) {
 		s.Heard(now, size)
-	case errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected):
-		s.Counters.PacketsRejected++
 	}
 	return err
 }
