@@ -19,12 +19,12 @@ func (e *Earliest) Time() time.Time { return e.t }
 
 // End is the earliest of the timers that end an association by
 // themselves (the handshake timeout, the idle timeout, Linger, and an
-// engine's own: see Lifecycle), and the error each ends it with. An engine
-// builds its End in one place, which both its Deadline
+// engine's own: see Lifecycle), and the error each ends it with. An
+// engine builds its End in one place, which both its Deadline
 // (Lifecycle.Deadline) and its timer pass in Poll read, so that a Poll at
-// the deadline finds the end due. Of timers due
-// at the same instant the one added first is kept: an engine adds them in
-// the order in which it settles such a tie. The zero End holds no timer.
+// the deadline finds the end due. Of timers due at the same instant the
+// one added first is kept: an engine adds them in the order in which it
+// settles such a tie. The zero End holds no timer.
 type End struct {
 	// At is when the earliest timer fires, if OK.
 	At time.Time

@@ -192,6 +192,8 @@ type channel struct {
 	listed  bool                 // in Session.active
 }
 
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
 func (c Config) withDefaults() (Config, error) {
 	c.MaxDatagram = cmp.Or(c.MaxDatagram, MTU)
 	c.MaxMessage = cmp.Or(c.MaxMessage, MaxMessage)
