@@ -1,11 +1,6 @@
 package airhook
 
 import (
-	"cmp"
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -28,10 +23,6 @@ const (
 	DefaultRTOInitial = 250 * time.Millisecond
 	DefaultRTOMin     = 10 * time.Millisecond
 	DefaultRTOMax     = 5 * time.Second
-	// DefaultLinger is the longest time spent in StateClosing.
-	DefaultLinger = 5 * time.Second
-	// DefaultMaxQueued is the default bound on pending messages.
-	DefaultMaxQueued = 1024
 	// MinTimeWait is the shortest quiet period (no datagram received) that
 	// ends a graceful close; it is two RTOs when that is longer. It lets a
 	// peer whose last confirmation from us was lost resend and be answered
@@ -106,47 +97,4 @@ type Config struct {
 	// (packets sent and lost, metrics, state changes) and its challenges
 	// (package trace).
 	Tracer *trace.ConnTracer
-}
-
-var errConfig = errors.New("airhook: invalid config")
-
-// sessionDraws bounds the attempts at drawing a nonzero session ID.
-const sessionDraws = 8
-
-// withDefaults returns c with defaults filled in, or an error for values
-// that cannot be honoured.
-func (c Config) withDefaults() (Config, error) {
-	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
-	c.RTOInitial = cmp.Or(c.RTOInitial, DefaultRTOInitial)
-	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
-	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
-	c.Linger = cmp.Or(c.Linger, DefaultLinger)
-	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
-	switch {
-	case c.MaxDatagram < MinMaxDatagram:
-		return c, fmt.Errorf("%w: MaxDatagram %d below %d", errConfig, c.MaxDatagram, MinMaxDatagram)
-	case c.RTOInitial < 0 || c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
-		return c, fmt.Errorf("%w: RTO bounds %v/%v/%v", errConfig, c.RTOInitial, c.RTOMin, c.RTOMax)
-	case c.KeepAlive < 0 || c.IdleTimeout < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
-		return c, fmt.Errorf("%w: negative timer", errConfig)
-	case c.MaxQueued < 0:
-		return c, fmt.Errorf("%w: MaxQueued %d", errConfig, c.MaxQueued)
-	}
-	if c.Session == 0 {
-		r := c.Rand
-		if r == nil {
-			r = rand.Reader
-		}
-		var b [4]byte
-		for range sessionDraws {
-			if _, err := io.ReadFull(r, b[:]); err != nil {
-				return c, fmt.Errorf("airhook: drawing a session ID: %w", err)
-			}
-			if c.Session = binary.BigEndian.Uint32(b[:]); c.Session != 0 {
-				return c, nil
-			}
-		}
-		return c, fmt.Errorf("%w: Rand yields only zero session IDs", errConfig)
-	}
-	return c, nil
 }

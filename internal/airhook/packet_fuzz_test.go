@@ -46,7 +46,7 @@ func checkInvariants(t *testing.T, s *Session) {
 	require.Equal(t, s.pending, n, "every pending message is queued or waiting")
 	require.LessOrEqual(t, s.pending, s.cfg.MaxQueued)
 	require.LessOrEqual(t, int(s.nMissed), maxMissed)
-	require.LessOrEqual(t, s.state, engine.StateClosed)
+	require.LessOrEqual(t, s.State(), engine.StateClosed)
 	flight := 0
 	for i := range s.log {
 		if r := &s.log[i]; r.pkt.InFlight() {

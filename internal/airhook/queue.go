@@ -1,13 +1,25 @@
 package airhook
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/rudpkit/rudp/internal/engine"
+)
 
 // MaxRecvQueue bounds the messages delivered and not yet taken by Recv.
-// At the bound the messages of a new packet are refused as with
-// SetRecvOpen(false): detected missed, reported and resent (docs/protocols/airhook.md §3.5,
-// §3.6). One packet may take the queue up to 255 messages past the
-// bound.
-const MaxRecvQueue = 4096
+// At the bound, as while SetRecvOpen(false) holds, a new packet carrying
+// messages is taken as if it had come without them, as its header repeat
+// does: what it confirms of our packets, its missed list and its sequence
+// number are applied, and its messages are detected missed
+// (docs/protocols/airhook.md §3.5, §3.6), so that our next packet reports
+// them and the peer sends them again under new numbers. They count in
+// Stats.Refused. Not confirming the packet instead would break the
+// protocol's bookkeeping: the peer culls the missed entries it reported
+// only once we confirm a packet that carried them, so entries we already
+// acted on would linger and, once our message numbers wrap, name messages
+// that did arrive. One packet may take the queue up to 255 messages past
+// the bound.
+const MaxRecvQueue = engine.MaxRecvQueue
 
 // outMsg is one message accepted by Send and not yet confirmed.
 type outMsg struct {

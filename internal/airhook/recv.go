@@ -1,7 +1,6 @@
 package airhook
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,20 +32,16 @@ var (
 // Rejected datagrams are counted in Stats.PacketsRejected; no error
 // changes any protocol state. Messages are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
-		return engine.ErrClosed
-	}
-	p := &s.pkt
-	err := Decode(b, p)
-	if err == nil {
-		err = s.handle(now, p, len(b))
-	}
-	clear(p.Messages) // keep no reference to b
-	p.Missed = nil
-	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.stats.PacketsRejected++
-	}
-	return err
+	return s.Input(func() error {
+		p := &s.pkt
+		err := Decode(b, p)
+		if err == nil {
+			err = s.handle(now, p, len(b))
+		}
+		clear(p.Messages) // keep no reference to b
+		p.Missed = nil
+		return err
+	})
 }
 
 // handle applies the sequence and session checks to a decoded packet of n
@@ -63,9 +58,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 			// the peer's packets all look old, and the session must then
 			// reach its idle timeout rather than stall unnoticed.
 			s.now = now
-			s.stats.PacketsReceived++
-			s.stats.BytesReceived += uint64(n)
-			s.stats.Duplicates++
+			s.Counters.PacketsReceived++
+			s.Counters.BytesReceived += uint64(n)
+			s.Counters.Duplicates++
 			return nil
 		}
 	}
@@ -78,9 +73,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	if newPeer && s.peer != 0 && s.cfg.RejectNewPeerSession {
 		return engine.ErrPeerRestarted
 	}
-	refuse := len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.refusing()
+	refuse := len(p.Messages) > 0 && (newPeer || p.Seq != s.lastAccepted) && s.Refusing()
 	if refuse {
-		s.stats.Refused += uint64(len(p.Messages))
+		s.Counters.Refused += uint64(len(p.Messages))
 	}
 	s.received(now, n)
 	s.accept(now, p, newPeer, refuse)
@@ -90,9 +85,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 // received accounts for a datagram that came from the peer.
 func (s *Session) received(now time.Time, n int) {
 	s.now = now
-	s.lastRecv = now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.Heard(now, n)
 }
 
 // check applies the rejections of docs/protocols/airhook.md §3.3 steps 3–4 without changing
@@ -135,7 +128,7 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 		// count, messages are not delivered again.
 		next += uint8(len(msgs))
 		if len(msgs) > 0 {
-			s.stats.Duplicates++
+			s.Counters.Duplicates++
 		}
 		msgs = nil
 	}
@@ -192,13 +185,13 @@ func (s *Session) accept(now time.Time, p *Packet, newPeer, refuse bool) {
 	case confIn != s.nextIn || len(p.Missed) > 0:
 		s.retryArmed = true
 	}
-	if s.state == engine.StateHandshake && s.peerKnowsUs {
+	if s.peerKnowsUs {
 		// Open once the peer has echoed our session ID, as the reference
 		// judges it ("state confirmed", docs/protocols/airhook.md §3.2): only an endpoint
 		// that received our random ID can echo it. Our session push may
 		// still await the peer's confirmation, which a reference peer
 		// with nothing to send gives only with its next transmission.
-		s.state = engine.StateEstablished
+		s.Establish()
 	}
 }
 
@@ -249,12 +242,12 @@ func (s *Session) resolve(now time.Time, from uint8, list []uint8, lo, hi uint8)
 // running.
 func (s *Session) challenged(now time.Time) bool {
 	switch {
-	case s.cfg.NoChallenge || s.state == engine.StateHandshake || s.chalPassed:
+	case s.cfg.NoChallenge || s.State() == engine.StateHandshake || s.chalPassed:
 		return true
 	case !s.chalOn:
 		s.chalOn, s.chalSend = true, true
 		s.kick, s.kickAt = true, now
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return false
 }
@@ -268,7 +261,7 @@ func (s *Session) answered() {
 		return
 	}
 	if s.chalOn {
-		s.stats.SpoofsRefused++
+		s.Counters.SpoofsRefused++
 	}
 	s.chalOn, s.chalPassed = false, false
 }
@@ -276,7 +269,7 @@ func (s *Session) answered() {
 // adoptPeer resynchronises with a new peer session (docs/protocols/airhook.md §3.9).
 func (s *Session) adoptPeer(p *Packet) {
 	if s.peer != 0 {
-		s.stats.PeerRestarts++
+		s.Counters.PeerRestarts++
 	}
 	for seq := s.confirmed + 1; seq != uint8(s.lastSent)+1; seq++ {
 		s.cc.Forget(&s.rec(seq).pkt) // the new peer will confirm none of them
@@ -366,7 +359,7 @@ func (s *Session) deliver(msgs [][]byte) {
 	for _, m := range msgs {
 		start := len(buf)
 		buf = append(buf, m...)
-		s.recv.Push(engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
+		s.Inbox.Push(engine.Message{Data: buf[start:len(buf):len(buf)], Reliable: true})
 	}
 	s.nextIn += uint8(len(msgs))
 }

@@ -58,7 +58,7 @@ func TestCloseRefusesData(t *testing.T) {
 		require.Equal(t, 1, p.A.Pending(), "never confirmed")
 		return p.B.State() == engine.StateClosed
 	})
-	require.Equal(t, closed.Add(DefaultLinger), p.Now)
+	require.Equal(t, closed.Add(engine.DefaultLinger), p.Now)
 	require.NoError(t, p.B.Err())
 	require.Empty(t, drain(p.B))
 	require.NotZero(t, p.B.Stats().Refused)

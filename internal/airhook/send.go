@@ -23,12 +23,12 @@ const (
 // A header repeat sent because the RTO expired doubles the RTO (up to
 // Config.RTOMax); an RTT sample resets it.
 func (s *Session) Poll(now time.Time, buf []byte) int {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return 0
 	}
 	s.now = now
 	s.applyTimers(now)
-	if s.state == engine.StateClosed || len(buf) < s.cfg.MaxDatagram {
+	if s.State() == engine.StateClosed || len(buf) < s.cfg.MaxDatagram {
 		return 0
 	}
 	at, why := s.transmitDue()
@@ -52,9 +52,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	case repeat && why == dueTimer:
 		s.rtt.Backoff()
 	}
-	s.stats.PacketsSent++
-	s.stats.BytesSent += uint64(n)
-	return n
+	return s.Sent(n)
 }
 
 // free1 reports whether a new sequence number is available, free2 whether
@@ -119,13 +117,13 @@ func (s *Session) probeDue(now time.Time) bool {
 // probeAt returns when the next keepalive probe is due, or the next
 // probe of a running challenge (engine.ChallengeProbes over it).
 func (s *Session) probeAt() (time.Time, bool) {
-	if s.state == engine.StateEstablished && s.chalOn && !s.chalSend {
+	if s.State() == engine.StateEstablished && s.chalOn && !s.chalSend {
 		return s.lastProbe.Add(s.chalEvery), true
 	}
-	if s.state != engine.StateEstablished {
+	if s.State() != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastProbe)
+	return engine.KeepAliveAt(s.cfg.KeepAlive, s.LastRecv, s.lastProbe)
 }
 
 // transmit writes a new packet when the rules of docs/protocols/airhook.md §3.7 call for one,
@@ -215,9 +213,9 @@ func (s *Session) fill(p *Packet) (resent bool) {
 		s.nextOut++
 		m.sends++
 		if m.sends == 1 {
-			s.stats.MessagesSent++
+			s.Counters.MessagesSent++
 		} else {
-			s.stats.Retransmits++
+			s.Counters.Retransmits++
 			resent = true
 		}
 		p.Messages = append(p.Messages, m.data)

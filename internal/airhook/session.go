@@ -1,6 +1,7 @@
 package airhook
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -34,6 +35,11 @@ type record struct {
 
 // Session is one Airhook endpoint talking to one peer: a sans-I/O state
 // machine implementing engine.Engine. It is not safe for concurrent use.
+// It is established once the peer has echoed our session ID
+// (docs/protocols/airhook.md §3.2); a peer restart adopted later does not
+// return it to StateHandshake. Err is engine.ErrHandshakeTimeout,
+// engine.ErrIdleTimeout or an error wrapping engine.ErrLingerTimeout once
+// it ended by itself.
 // Its small fields are grouped so that it fits 1,280 bytes, a size class
 // of the allocator: every idle stream keeps one.
 type Session struct {
@@ -50,7 +56,6 @@ type Session struct {
 	confirmed        uint8  // newest octet of ours the peer confirmed
 	confIn           uint8  // with a log of one record: the nextIn of confirmed's (see confirmedIn)
 	nextOut, nextIn  uint8  // next message numbers, ours and the peer's
-	state            engine.State
 	nMissed          uint16 // entries of missed
 	// log holds the records of our packets from confirmed to lastSent, by
 	// the low octets of their sequence numbers modulo its length, a power
@@ -67,20 +72,16 @@ type Session struct {
 	pendBytes int       // their bytes
 	order     uint64    // Send counter
 
-	recv engine.FIFO[engine.Message]
+	engine.Lifecycle
 
 	cc           *congestion.Controller
 	rtt          engine.RTT
 	now          time.Time // latest time seen
-	created      time.Time
 	lastTransmit time.Time
-	lastRecv     time.Time
 	lastProbe    time.Time
-	closeAt      time.Time
 	kickAt       time.Time // when a packet is due, if kick
 	kick         bool      // a packet is due at kickAt
 	retryArmed   bool      // a packet is due one RTO after the last transmit
-	recvShut     bool      // SetRecvOpen(false): new messages are refused
 
 	// Challenge of a new peer session announced once established (see
 	// challenged).
@@ -91,10 +92,39 @@ type Session struct {
 	chalUntil  time.Time     // when it runs out
 	chalEvery  time.Duration // how often it probes
 
-	err   error
-	stats engine.Stats
-
 	pkt Packet // scratch for decoding and encoding
+}
+
+// sessionDraws bounds the attempts at drawing a nonzero session ID.
+const sessionDraws = 8
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
+	c.RTOInitial = cmp.Or(c.RTOInitial, DefaultRTOInitial)
+	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
+	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	switch {
+	case c.MaxDatagram < MinMaxDatagram:
+		return c, engine.ConfigError("airhook", "MaxDatagram %d below %d", c.MaxDatagram, MinMaxDatagram)
+	case c.RTOInitial < 0 || c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
+		return c, engine.ConfigError("airhook", "RTO bounds %v/%v/%v", c.RTOInitial, c.RTOMin, c.RTOMax)
+	}
+	if err := engine.CheckConfig("airhook", false, false, c.MaxQueued, c.KeepAlive, c.IdleTimeout, c.HandshakeTimeout, c.Linger); err != nil {
+		return c, err
+	}
+	for draws := 0; c.Session == 0; draws++ {
+		if draws == sessionDraws {
+			return c, engine.ConfigError("airhook", "Rand yields only zero session IDs")
+		}
+		if err := engine.DrawID(c.Rand, &c.Session); err != nil {
+			return c, fmt.Errorf("airhook: drawing a session ID: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // New returns a session created at now, in StateHandshake. It fails if cfg
@@ -122,10 +152,9 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			Logger:      cfg.Logger,
 			Tracer:      cfg.Tracer,
 		}),
+		Lifecycle:    engine.NewLifecycle(now),
 		now:          now,
-		created:      now,
 		lastTransmit: now,
-		lastRecv:     now,
 		lastProbe:    now,
 		kick:         true,
 		kickAt:       now,
@@ -218,7 +247,7 @@ func (s *Session) Trim() {
 	if s.queue.len() == 0 {
 		s.queue = outQueue{}
 	}
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.free = nil
 }
 
@@ -254,7 +283,7 @@ func (s *Session) PeerSession() uint32 { return s.peer }
 // when Config.MaxQueued messages are pending.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.State() >= engine.StateClosing:
 		return engine.ErrClosed
 	case opt.Delivery != engine.Reliable && opt.Delivery <= engine.Passive:
 		return engine.Unsupported("airhook", "%v delivery (only reliable)", opt.Delivery)
@@ -285,34 +314,6 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	return nil
 }
 
-// Recv returns the next delivered message. Messages come in the order the
-// reference delivers them, which is not the Send order when a message had
-// to be retransmitted (docs/protocols/airhook.md §3.11).
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new messages (see
-// engine.Engine). While it is closed, or MaxRecvQueue messages wait for
-// Recv, a new packet carrying messages is taken as if it had come without
-// them, as its header repeat does: what it confirms of our packets, its
-// missed list and its sequence number are applied, and its messages are
-// detected missed (docs/protocols/airhook.md §3.5), so that our next packet reports them and
-// the peer sends them again under new numbers. They count in
-// Stats.Refused. Not confirming the packet instead would break the
-// protocol's bookkeeping: the peer culls the missed entries it reported
-// only once we confirm a packet that carried them, so entries we already
-// acted on would linger and, once our message numbers wrap, name messages
-// that did arrive.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
-// refusing reports whether new messages are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
-
 // Close begins a graceful close at now. A session that knows no peer yet,
 // or has nothing pending while its handshake is incomplete, closes at
 // once. Otherwise it enters StateClosing:
@@ -322,29 +323,8 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // arrived for max(2 RTO, MinTimeWait) — or when Config.Linger runs out.
 func (s *Session) Close(now time.Time) {
 	s.now = now
-	switch s.state {
-	case engine.StateHandshake:
-		if s.peer == 0 || s.pending == 0 {
-			s.state = engine.StateClosed
-			return
-		}
-		s.state = engine.StateClosing
-		s.closeAt = now
-	case engine.StateEstablished:
-		s.state = engine.StateClosing
-		s.closeAt = now
-	}
+	s.BeginClose(now, s.peer == 0 || s.pending == 0)
 }
-
-// State returns the lifecycle state. The session is established once the
-// peer has echoed our session ID (docs/protocols/airhook.md §3.2); a peer restart adopted
-// later does not return it to StateHandshake.
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session closed: engine.ErrHandshakeTimeout,
-// engine.ErrIdleTimeout or an error wrapping engine.ErrLingerTimeout; nil
-// while open and after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
 // the congestion window (there is one channel).
@@ -359,32 +339,17 @@ func (s *Session) Pending() int { return s.pending }
 // are zero before the first sample); Retransmits counts messages sent
 // again under a new number after the peer reported them missed.
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO()
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rtt.RTO(), s.cc)
 }
 
 // Capabilities reports 256-byte reliable messages on one channel, not
-// delivered in order.
+// delivered in order: Recv gives them in the order the reference
+// delivers them, which is not the Send order when a message had to be
+// retransmitted (docs/protocols/airhook.md §3.11).
 func (s *Session) Capabilities() engine.Capabilities {
 	return engine.Capabilities{
 		MaxMessage: maxMessageLen,
 		MaxQueued:  s.cfg.MaxQueued,
 		Channels:   1,
 	}
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
-}
-
-// lingerError is Err after Linger ran out with messages unconfirmed.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unconfirmed", engine.ErrLingerTimeout, s.pending)
 }

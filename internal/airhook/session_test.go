@@ -27,7 +27,7 @@ func snapshot(s *Session) Session {
 	c.pkt = Packet{}
 	c.free = slices.Clone(s.free)
 	c.queue.items = slices.Clone(s.queue.items)
-	c.recv = s.recv.Clone()
+	c.Inbox = s.Inbox.Clone()
 	return c
 }
 
@@ -36,9 +36,9 @@ func snapshot(s *Session) Session {
 func requireUnchanged(t *testing.T, before Session, s *Session, stats engine.Stats) {
 	t.Helper()
 	after := snapshot(s)
-	after.stats = before.stats
+	after.Counters = before.Counters
 	require.Equal(t, before, after)
-	require.Equal(t, stats, s.stats)
+	require.Equal(t, stats, s.Counters)
 }
 
 // idlePair returns two sessions that completed the handshake and exchanged
@@ -193,7 +193,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	s, err := New(now, Config{Session: 1, MaxDatagram: MinMaxDatagram})
 	require.NoError(t, err)
-	require.Equal(t, engine.Capabilities{MaxMessage: 256, MaxQueued: DefaultMaxQueued, Channels: 1}, s.Capabilities())
+	require.Equal(t, engine.Capabilities{MaxMessage: 256, MaxQueued: engine.DefaultMaxQueued, Channels: 1}, s.Capabilities())
 	require.Equal(t, DefaultRTOInitial, s.Stats().RTO)
 }
 
@@ -267,7 +267,7 @@ func TestObservedOctetOutOfRangeRejected(t *testing.T) {
 	c, _ := handshakeWithG(t, now)
 	// C sent up to seq 3 and G confirmed 2: only 2 and 3 are acceptable.
 	for _, obs := range []uint8{1, 4, 0x80, 0xff} {
-		before, stats := snapshot(c), c.stats
+		before, stats := snapshot(c), c.Counters
 		err := c.HandleDatagram(now, encode(Packet{Seq: 2, ObservedSeq: obs, Next: 1, Messages: [][]byte{[]byte("x")}}))
 		require.ErrorIs(t, err, engine.ErrRejected, "obs %d", obs)
 		stats.PacketsRejected++
@@ -280,7 +280,7 @@ func TestObservedOctetOutOfRangeRejected(t *testing.T) {
 func TestObservedSessionMismatchRejected(t *testing.T) {
 	now := time.Unix(1, 0)
 	c, _ := handshakeWithG(t, now)
-	before, stats := snapshot(c), c.stats
+	before, stats := snapshot(c), c.Counters
 	err := c.HandleDatagram(now, encode(Packet{Seq: 2, ObservedSeq: 3, ObservedSession: 0x99, Session: idG}))
 	require.ErrorIs(t, err, engine.ErrRejected)
 	stats.PacketsRejected++
@@ -309,7 +309,7 @@ func TestUnknownSessionAndMalformedRejected(t *testing.T) {
 func TestOldPacketIgnored(t *testing.T) {
 	now := time.Unix(1, 0)
 	c, _ := handshakeWithG(t, now)
-	before, stats := snapshot(c), c.stats
+	before, stats := snapshot(c), c.Counters
 	// 255 behind is old; it is ignored even with a wrong observed session.
 	old := encode(Packet{Seq: c.lastAccepted - 255, ObservedSession: 0x99, Session: idG, Messages: [][]byte{[]byte("x")}})
 	require.NoError(t, c.HandleDatagram(now, old))
@@ -389,7 +389,7 @@ func TestPeerRestartAdopted(t *testing.T) {
 func TestPeerRestartRejectedWhenConfigured(t *testing.T) {
 	p, _, first := restartPair(t, Config{Session: idA, RejectNewPeerSession: true})
 	restartUnanswered(t, p, first)
-	before, stats := snapshot(p.A), p.A.stats
+	before, stats := snapshot(p.A), p.A.Counters
 	require.ErrorIs(t, p.A.HandleDatagram(p.Now, first), engine.ErrPeerRestarted)
 	requireUnchanged(t, before, p.A, stats)
 	require.Equal(t, uint32(idB), p.A.PeerSession())
@@ -511,7 +511,7 @@ func TestKeepAliveProbeAndIdleTimeout(t *testing.T) {
 	p := idlePair(t, Config{Session: idA, KeepAlive: keep, IdleTimeout: idle}, Config{Session: idB})
 	a := p.A
 	require.True(t, p.B.Deadline().IsZero(), "B idle")
-	last := a.lastRecv
+	last := a.LastRecv
 	require.Equal(t, last.Add(keep), a.Deadline())
 
 	// The probe: next sequence number, no messages, observed octet as in
@@ -537,7 +537,7 @@ func TestKeepAliveProbeAndIdleTimeout(t *testing.T) {
 	// Cut the links: A probes every keep and gives up after idle.
 	p.AB.Cut, p.BA.Cut = true, true
 	sent := a.Stats().PacketsSent
-	lastRecv := a.lastRecv
+	lastRecv := a.LastRecv
 	p.RunUntil(100, func() bool { return a.State() == engine.StateClosed })
 	require.Equal(t, lastRecv.Add(idle), p.Now)
 	require.ErrorIs(t, a.Err(), engine.ErrIdleTimeout)
@@ -632,9 +632,9 @@ func TestCloseGraceful(t *testing.T) {
 	require.Equal(t, 300, gotB+len(drain(p.B)), "queued messages still delivered")
 	require.Equal(t, 300, gotA+len(drain(p.A)), "the peer still answered")
 	require.Zero(t, p.A.Pending())
-	require.Equal(t, p.A.lastRecv.Add(max(2*p.A.rtt.RTO(), MinTimeWait)), p.Now,
+	require.Equal(t, p.A.LastRecv.Add(max(2*p.A.rtt.RTO(), MinTimeWait)), p.Now,
 		"closed after a TIME-WAIT without datagrams")
-	require.Less(t, p.Now.Sub(closeAt), DefaultLinger)
+	require.Less(t, p.Now.Sub(closeAt), engine.DefaultLinger)
 }
 
 func TestCloseLingerTimeout(t *testing.T) {

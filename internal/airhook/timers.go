@@ -10,67 +10,42 @@ import (
 // packet due, the next keepalive probe, and the handshake, idle, linger
 // and close timers. It is zero in StateClosed. A time not after the latest
 // time passed in means "now".
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
-	var d time.Time
-	earliest := func(t time.Time) {
-		if d.IsZero() || t.Before(d) {
-			d = t
-		}
-	}
-	if at, why := s.transmitDue(); why != dueNever {
-		earliest(at)
-	}
-	if at, ok := s.probeAt(); ok {
-		earliest(at)
-	}
-	if at, ok, _ := s.endAt(); ok {
-		earliest(at)
-	}
-	if s.chalOn && !s.chalSend {
-		earliest(s.chalUntil)
-	}
-	return d
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
+	var d engine.Earliest
+	at, why := s.transmitDue()
+	d.Add(at, why != dueNever)
+	d.Add(s.probeAt())
+	d.Add(s.chalUntil, s.chalOn && !s.chalSend)
+	return d.Time()
 }
 
 // applyTimers closes the session if one of its ending timers expired by
 // now.
 func (s *Session) applyTimers(now time.Time) {
-	if at, ok, cause := s.endAt(); ok && !now.Before(at) {
-		if cause == engine.ErrLingerTimeout {
-			cause = s.lingerError() // nil when nothing is left
+	if end := s.endAt(); end.Due(now) {
+		if end.Err == engine.ErrLingerTimeout {
+			end.Err = engine.LingerError(s.pending) // nil when nothing is left
 		}
-		s.fail(cause)
+		s.Fail(end.Err)
 	}
 	if s.chalOn && !s.chalSend && !now.Before(s.chalUntil) {
 		s.chalOn, s.chalPassed = false, true // no answer: the peer restarted
 	}
 }
 
-// endAt returns the earliest time at which the session ends by itself and
-// the cause it then ends with: nil for a graceful close, and
-// engine.ErrLingerTimeout for Linger, which applyTimers turns into Err
-// (see lingerError) only when it fires, so that Deadline does not build
-// an error on every call.
-func (s *Session) endAt() (at time.Time, ok bool, cause error) {
-	consider := func(t time.Time, c error) {
-		if !ok || t.Before(at) {
-			at, ok, cause = t, true, c
-		}
+// endAt returns the timers that end the session by themselves: once
+// closing, the quiet period after which a graceful close ends (nil) and
+// Linger (engine.ErrLingerTimeout, which applyTimers turns into Err, see
+// engine.LingerError); the handshake timeout; the idle timeout.
+func (s *Session) endAt() (end engine.End) {
+	if s.State() == engine.StateClosing && s.pending == 0 && !s.newIncoming() && s.nMissed == 0 {
+		end.Add(s.LastRecv.Add(max(2*s.rtt.RTO(), MinTimeWait)), nil)
 	}
-	if s.state == engine.StateClosing {
-		if s.pending == 0 && !s.newIncoming() && s.nMissed == 0 {
-			consider(s.lastRecv.Add(max(2*s.rtt.RTO(), MinTimeWait)), nil)
-		}
-		consider(s.closeAt.Add(s.cfg.Linger), engine.ErrLingerTimeout)
-	}
-	if s.state == engine.StateHandshake && s.cfg.HandshakeTimeout > 0 {
-		consider(s.created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
-	}
-	if s.cfg.IdleTimeout > 0 {
-		consider(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
-	}
-	return at, ok, cause
+	end.Join(s.Linger(s.cfg.Linger))
+	end.Join(s.HandshakeTimeout(s.cfg.HandshakeTimeout))
+	end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
+	return end
 }

@@ -30,7 +30,7 @@ func (s *Session) isClose(cmd, p1 int8) bool {
 // ends what is ending), else once a challenge ran out unanswered. It
 // starts one, queueing its probe, when none runs.
 func (s *Session) challenged(now time.Time) bool {
-	if !s.cfg.ChallengeClose || s.state != engine.StateEstablished {
+	if !s.cfg.ChallengeClose || s.State() != engine.StateEstablished {
 		return true
 	}
 	s.challenges++
@@ -38,7 +38,7 @@ func (s *Session) challenged(now time.Time) bool {
 	if started {
 		s.probe = &outMsg{transport: true, params: engine.Params{Command: CommandPing}}
 		s.ctl = append(s.ctl, s.probe)
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return act
 }
@@ -49,7 +49,7 @@ func (s *Session) probeAcked(now time.Time, m *outMsg) {
 	if m == s.probe {
 		s.probe = nil
 		if s.chal.Answer(now, s.chal.Probe) {
-			s.stats.SpoofsRefused++
+			s.Counters.SpoofsRefused++
 		}
 	}
 }

@@ -1,9 +1,6 @@
 package avara
 
 import (
-	"cmp"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -37,8 +34,6 @@ const (
 	// connection until its messages are acknowledged, as the reference
 	// (docs/protocols/avara.md §3.5).
 	DefaultLinger = 20 * time.Second
-	// DefaultMaxQueued is the reference's transmit queue limit.
-	DefaultMaxQueued = 1024
 	// MinMaxDatagram is the smallest accepted Config.MaxDatagram.
 	MinMaxDatagram = 64
 	// MaxClients is the most clients of a server (player ids 1..7).
@@ -221,7 +216,8 @@ type Config struct {
 	// Linger bounds StateClosing; default DefaultLinger (20 s).
 	Linger time.Duration
 	// MaxQueued bounds the messages accepted by Send and not yet
-	// acknowledged; default DefaultMaxQueued (1024).
+	// acknowledged; default engine.DefaultMaxQueued (1024), the
+	// reference's transmit queue limit.
 	MaxQueued int
 	// Congestion selects the sender's congestion controller (BBR by
 	// default). It paces datagrams carrying messages and bounds the bytes
@@ -234,47 +230,4 @@ type Config struct {
 	// (packets sent and lost, metrics, state changes) and its challenges
 	// (package trace).
 	Tracer *trace.ConnTracer
-}
-
-var errConfig = errors.New("avara: invalid config")
-
-// withDefaults returns c with defaults filled in, or an error for values
-// that cannot be honoured.
-func (c Config) withDefaults() (Config, error) {
-	c.Version = cmp.Or(c.Version, DefaultVersion)
-	c.Cram = cmp.Or(c.Cram, DefaultCram)
-	if c.Cram < 0 {
-		c.Cram = 0
-	}
-	c.MaxDatagram = cmp.Or(c.MaxDatagram, MaxDatagram)
-	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
-	c.RTOMin = cmp.Or(c.RTOMin, 10*time.Millisecond)
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-		if !c.Client {
-			c.HandshakeTimeout = DefaultServerHandshakeTimeout
-		}
-	}
-	c.DeadTimeout = cmp.Or(c.DeadTimeout, DefaultDeadTimeout)
-	c.Linger = cmp.Or(c.Linger, DefaultLinger)
-	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
-	switch {
-	case c.Client && c.Accept:
-		return c, fmt.Errorf("%w: Client and Accept both set", errConfig)
-	case !c.Client && (c.ClientID < 1 || c.ClientID > MaxClients):
-		return c, fmt.Errorf("%w: ClientID %d outside 1..%d", errConfig, c.ClientID, MaxClients)
-	case len(c.Password) > MaxPassword:
-		return c, fmt.Errorf("%w: password of %d bytes, at most %d", errConfig, len(c.Password), MaxPassword)
-	case c.Cram > MaxCram:
-		return c, fmt.Errorf("%w: Cram %d above %d", errConfig, c.Cram, MaxCram)
-	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MaxDatagram:
-		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MaxDatagram)
-	case c.AckDelay < 0 || c.RTOMin < 0 || c.DeadTimeout < 0 || c.Linger < 0 || c.IdleTimeout < 0 || c.KeepAlive < 0:
-		return c, fmt.Errorf("%w: negative timer", errConfig)
-	case c.LoginPad < 0 || c.LoginPad > MaxData:
-		return c, fmt.Errorf("%w: LoginPad %d outside 0..%d", errConfig, c.LoginPad, MaxData)
-	case c.SkipAfter < 0 || c.MaxQueued < 0:
-		return c, fmt.Errorf("%w: negative bound", errConfig)
-	}
-	return c, nil
 }

@@ -46,24 +46,21 @@ var (
 // an established session first challenges it, see challenge.go). Data
 // are copied; b may be reused at once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
-		return engine.ErrClosed
-	}
-	d := &s.dg
-	err := s.parse(b, d)
-	if errors.Is(err, ErrPunch) {
-		return nil
-	}
-	if err == nil {
-		err = s.check(d)
-	}
-	if err == nil {
-		s.handle(now, d, len(b))
-	} else {
-		s.stats.PacketsRejected++
-	}
-	clear(d.Messages) // keep no reference to b
-	return err
+	return s.Input(func() error {
+		d := &s.dg
+		err := s.parse(b, d)
+		if errors.Is(err, ErrPunch) {
+			return nil
+		}
+		if err == nil {
+			err = s.check(d)
+		}
+		if err == nil {
+			s.handle(now, d, len(b))
+		}
+		clear(d.Messages) // keep no reference to b
+		return err
+	})
 }
 
 // check refuses a parsed datagram before anything changes.
@@ -103,12 +100,11 @@ func (s *Session) isLogin(m *Message) bool {
 // handle applies an accepted datagram of n bytes.
 func (s *Session) handle(now time.Time, d *Datagram, n int) {
 	s.earn(now) // at the rate before a Control changes it
-	s.now, s.lastRecv = now, now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.now = now
+	s.Heard(now, n)
 	s.unheard = 0
 	sample := s.applyAcks(now, d)
-	for i := 0; i < len(d.Messages) && s.state != engine.StateClosed; i++ {
+	for i := 0; i < len(d.Messages) && s.State() != engine.StateClosed; i++ {
 		s.receive(now, &d.Messages[i])
 	}
 	s.detectLosses(now)
@@ -231,7 +227,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 	}
 	off := m.Serial - s.expected
 	if int16(off) >= 0 && s.refuseAfterLogout(m) {
-		s.stats.Refused++
+		s.Counters.Refused++
 		return
 	}
 	switch {
@@ -240,7 +236,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 	case off == 0 && s.isHeld(m.Serial):
 		// Held already and refused when its turn came (SetRecvOpen):
 		// taken from the ring, so that no stale copy stays there.
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		s.drainHeld(now)
 	case off == 0:
 		p := paramsOf(m)
@@ -252,16 +248,16 @@ func (s *Session) receive(now time.Time, m *Message) {
 	case int16(off) < 0 && !s.sameAsTaken(m):
 		s.spoofed(m.Serial)
 	case int16(off) < 0:
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		if m.Command == CommandLogin && s.toc != nil {
 			s.resendHandshake(now)
 		}
 	case off >= windowSerials:
 		// Beyond the window: the peer sends it again once it may.
 	case s.isHeld(m.Serial):
-		s.stats.Duplicates++
-	case m.Command >= 0 && s.refusing():
-		s.stats.Refused++
+		s.Counters.Duplicates++
+	case m.Command >= 0 && s.Refusing():
+		s.Counters.Refused++
 	case s.cfg.ChallengeClose && s.isClose(m.Command, m.P1):
 		// Not held: a spoofed one would take the slot of the peer's
 		// message. A genuine close is sent again until acknowledged.
@@ -284,7 +280,7 @@ func (s *Session) receive(now time.Time, m *Message) {
 // (Config.SkipAfter): it is counted in Stats.Skipped and logged at Debug
 // level, and if it arrives later it is a duplicate, never delivered.
 func (s *Session) skip() {
-	s.stats.Skipped++
+	s.Counters.Skipped++
 	if s.cfg.Logger != nil {
 		s.cfg.Logger.Debug("avara: skipped a missing message for good", "serial", s.expected, "held", s.nHeld)
 	}
@@ -310,8 +306,8 @@ func (s *Session) drainHeld(now time.Time) {
 // message while refusing: it stays unacknowledged).
 func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData bool) bool {
 	if p.Command >= 0 {
-		if s.refusing() {
-			s.stats.Refused++
+		if s.Refusing() {
+			s.Counters.Refused++
 			return false
 		}
 		if copyData {
@@ -320,7 +316,7 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 		if data == nil {
 			data = []byte{}
 		}
-		s.recv.Push(engine.Message{Data: data, Reliable: true, Params: p})
+		s.Inbox.Push(engine.Message{Data: data, Reliable: true, Params: p})
 		return true
 	}
 	switch p.Command {
@@ -337,8 +333,8 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 	case CommandTOC:
 		if s.cfg.Client && p.P3 == s.cfg.Seed && p.P1 >= 1 && p.P1 <= MaxClients {
 			s.id, s.table = p.P1, parseTOC(data)
-			if s.state == engine.StateHandshake {
-				s.state = engine.StateEstablished
+			if s.State() == engine.StateHandshake {
+				s.Establish()
 				s.queueControl()
 			}
 		}
@@ -361,7 +357,7 @@ func (s *Session) take(now time.Time, p engine.Params, data []byte, copyData boo
 // checkClosed ends a closing session once everything, its Logout
 // included, is acknowledged.
 func (s *Session) checkClosed() {
-	if s.state == engine.StateClosing && len(s.flight) == 0 && len(s.ctl) == 0 && s.queue.Len() == 0 {
-		s.state = engine.StateClosed
+	if s.State() == engine.StateClosing && len(s.flight) == 0 && len(s.ctl) == 0 && s.queue.Len() == 0 {
+		s.Fail(nil)
 	}
 }

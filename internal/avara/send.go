@@ -1,7 +1,6 @@
 package avara
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -39,12 +38,12 @@ const packSize = 64
 // messages are held behind a gap or, with Config.ReferencePeer, until 3
 // datagrams went out after the last message arrived (ackDue).
 func (s *Session) Poll(now time.Time, buf []byte) int {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return 0
 	}
 	s.now = now
-	if at, ok, err := s.end(); ok && !now.Before(at) {
-		s.fail(err)
+	if end := s.endAt(); end.Due(now) {
+		s.Fail(s.endError(end.Err))
 		return 0
 	}
 	if len(buf) < s.cfg.MaxDatagram {
@@ -59,16 +58,9 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		s.lastPoke, s.extraPoke = now, time.Time{}
 		engine.TraceKeepAlive(s.cfg.Tracer, now)
 	}
-	n := s.transmit(now, buf)
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-	}
+	n := s.Sent(s.transmit(now, buf))
 	if s.loggedOut && !s.owe {
-		s.state = engine.StateClosed
-		if s.pending > 0 {
-			s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
-		}
+		s.Fail(engine.Unconfirmed(engine.ErrPeerClosed, s.pending))
 	}
 	return n
 }
@@ -77,10 +69,10 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 // KeepAlive after the later of the last datagram from the peer and the
 // last Ping, once established.
 func (s *Session) pokeAt() (time.Time, bool) {
-	if s.state != engine.StateEstablished {
+	if s.State() != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	at, ok := engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastPoke)
+	at, ok := engine.KeepAliveAt(s.cfg.KeepAlive, s.LastRecv, s.lastPoke)
 	if !s.extraPoke.IsZero() && (!ok || s.extraPoke.Before(at)) {
 		return s.extraPoke, true
 	}
@@ -102,7 +94,7 @@ func (s *Session) PingAt(t time.Time) {
 // PingAt's probe is due: its resend is the probe. With none, the probe
 // stays due and pokeAt sends a Ping.
 func (s *Session) probeByResend(now time.Time) {
-	if s.extraPoke.IsZero() || now.Before(s.extraPoke) || s.state != engine.StateEstablished {
+	if s.extraPoke.IsZero() || now.Before(s.extraPoke) || s.State() != engine.StateEstablished {
 		return
 	}
 	for _, m := range s.flight {
@@ -140,7 +132,7 @@ func (s *Session) updateCC(now time.Time, sample time.Duration) {
 // mayOpen reports whether new messages may go: a client only once the TOC
 // gave it its id (its Login excepted), a server once it took the Login.
 func (s *Session) mayOpen() bool {
-	return s.state == engine.StateEstablished || s.state == engine.StateClosing || s.login
+	return s.State() == engine.StateEstablished || s.State() == engine.StateClosing || s.login
 }
 
 // nextNew returns the next message never sent, or nil.
@@ -198,11 +190,11 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 			s.nextSerial += 2
 			s.flight = append(s.flight, m)
 			if !m.transport {
-				s.stats.MessagesSent++
+				s.Counters.MessagesSent++
 			}
 		} else {
 			resent = true
-			s.stats.Retransmits++
+			s.Counters.Retransmits++
 		}
 		m.sendCount = min(m.sendCount+1, 0xFF)
 		m.nextSend = now.Add(s.rto())
@@ -273,7 +265,7 @@ func (s *Session) appendAck(b []byte) []byte {
 // (Config.ReferencePeer: its sender aliases map bits, §4.1), or we are a
 // client the server has not accepted yet (§4.5).
 func (s *Session) ackMap() (uint32, bool) {
-	if s.nHeld == 0 || s.cfg.ReferencePeer || s.cfg.Client && s.state == engine.StateHandshake {
+	if s.nHeld == 0 || s.cfg.ReferencePeer || s.cfg.Client && s.State() == engine.StateHandshake {
 		return 0, false
 	}
 	var m uint32

@@ -1,7 +1,7 @@
 package avara
 
 import (
-	"fmt"
+	"cmp"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -40,9 +40,11 @@ const (
 	// (bits 0..31).
 	mapSerials = 64
 	// MaxRecvQueue bounds the messages delivered and not yet taken by
-	// Recv; at the bound new game messages are refused as with
-	// SetRecvOpen(false).
-	MaxRecvQueue = 4096
+	// Recv. At the bound, as while SetRecvOpen(false) holds, a new game
+	// message is dropped unacknowledged (not held either), counted in
+	// Stats.Refused, and the peer resends it; acknowledgements, transport
+	// messages and duplicates are handled as always.
+	MaxRecvQueue = engine.MaxRecvQueue
 	// throttleResends is how many resends go out without hearing from the
 	// peer before only never-sent messages go out
 	// (docs/protocols/avara.md §3.4).
@@ -86,15 +88,22 @@ type held struct {
 }
 
 // Session is one end of one Avara connection: a sans-I/O state machine
-// implementing engine.Engine. It is not safe for concurrent use.
+// implementing engine.Engine. It is not safe for concurrent use. A client
+// is established once the TOC gave it its id, a server once the client
+// acknowledged its first TOC (validate.go). Err, once it ended, wraps
+// engine.ErrHandshakeTimeout (a client without a TOC: the password may be
+// wrong or the server full, which the reference does not answer),
+// engine.ErrRetransmitLimit (Config.DeadTimeout without an
+// acknowledgement), engine.ErrIdleTimeout, engine.ErrLingerTimeout, or
+// engine.ErrPeerClosed when the peer logged out with messages of ours
+// pending.
 type Session struct {
-	cfg   Config
-	state engine.State
-	err   error
+	cfg Config
+	engine.Lifecycle
 
-	now, created, lastRecv time.Time
-	lastPoke               time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
-	extraPoke              time.Time // a Ping asked for by PingAt; zero if none
+	now       time.Time
+	lastPoke  time.Time // when the last keepalive Ping was queued (Config.KeepAlive)
+	extraPoke time.Time // a Ping asked for by PingAt; zero if none
 
 	// Identities (docs/protocols/avara.md §3.1).
 	id       int8    // our player id: 0 on a server, from the TOC on a client (−1 before)
@@ -131,23 +140,56 @@ type Session struct {
 	oweSince  time.Time // when it first did
 	acksSent  int       // datagrams sent since a message last arrived, up to ackRepeats
 	loggedOut bool      // the peer's Logout was processed: ack it, then end
-	recv      engine.FIFO[engine.Message]
-	recvShut  bool
 	dg        Datagram
 
 	// Config.ReliablePeer (spoof.go).
 	seen        []seenSum // checksums of the messages taken, seenSerials/2 slots
 	behindSince time.Time // since when the peer's ack fields stay behind peerAck
 
-	closeAt time.Time
-	logout  *outMsg // our Logout, once Close queued it
+	logout *outMsg // our Logout, once Close queued it
 
 	// Challenged closes (Config.ChallengeClose, challenge.go).
 	chal       engine.Challenge
 	challenges uint32  // challenge ids
 	probe      *outMsg // the running challenge's probe
+}
 
-	stats engine.Stats
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.Version = cmp.Or(c.Version, DefaultVersion)
+	c.Cram = cmp.Or(c.Cram, DefaultCram)
+	if c.Cram < 0 {
+		c.Cram = 0
+	}
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, MaxDatagram)
+	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
+	c.RTOMin = cmp.Or(c.RTOMin, 10*time.Millisecond)
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+		if !c.Client {
+			c.HandshakeTimeout = DefaultServerHandshakeTimeout
+		}
+	}
+	c.DeadTimeout = cmp.Or(c.DeadTimeout, DefaultDeadTimeout)
+	c.Linger = cmp.Or(c.Linger, DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	switch {
+	case !c.Client && (c.ClientID < 1 || c.ClientID > MaxClients):
+		return c, engine.ConfigError("avara", "ClientID %d outside 1..%d", c.ClientID, MaxClients)
+	case len(c.Password) > MaxPassword:
+		return c, engine.ConfigError("avara", "password of %d bytes, at most %d", len(c.Password), MaxPassword)
+	case c.Cram > MaxCram:
+		return c, engine.ConfigError("avara", "Cram %d above %d", c.Cram, MaxCram)
+	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MaxDatagram:
+		return c, engine.ConfigError("avara", "MaxDatagram %d outside %d..%d", c.MaxDatagram, MinMaxDatagram, MaxDatagram)
+	case c.LoginPad < 0 || c.LoginPad > MaxData:
+		return c, engine.ConfigError("avara", "LoginPad %d outside 0..%d", c.LoginPad, MaxData)
+	case c.SkipAfter < 0:
+		return c, engine.ConfigError("avara", "SkipAfter %d", c.SkipAfter)
+	}
+	return c, engine.CheckConfig("avara", c.Client, c.Accept, c.MaxQueued,
+		c.AckDelay, c.RTOMin, c.DeadTimeout, c.Linger, c.IdleTimeout, c.KeepAlive)
 }
 
 // New returns a session created at now, in StateHandshake. A client's
@@ -160,9 +202,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	}
 	s := &Session{
 		cfg:       cfg,
+		Lifecycle: engine.NewLifecycle(now),
 		now:       now,
-		created:   now,
-		lastRecv:  now,
 		lastAcked: now,
 		quotaAt:   now,
 		peerAck:   NothingReceived,
@@ -215,7 +256,7 @@ func (s *Session) SendTOC(t TOC) error {
 	switch {
 	case s.cfg.Client:
 		return engine.ErrUnsupported
-	case s.state != engine.StateEstablished:
+	case s.State() != engine.StateEstablished:
 		return engine.ErrClosed
 	}
 	s.queueTOC(&t)
@@ -255,7 +296,7 @@ func (s *Session) maxMessage() int {
 // A client's messages wait until the TOC has given it its id.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.State() >= engine.StateClosing:
 		return engine.ErrClosed
 	case opt.Delivery != engine.Reliable && opt.Delivery <= engine.Passive:
 		return engine.Unsupported("avara", "%v delivery (every Avara message is reliable)", opt.Delivery)
@@ -276,26 +317,6 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	s.pendBytes += len(p)
 	return nil
 }
-
-// Recv returns the next delivered message, in serial order, with its
-// command and parameters in Params; Reliable is always true.
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new game messages (see
-// engine.Engine). While it is closed, or MaxRecvQueue messages wait for
-// Recv, a new game message is dropped unacknowledged (not held either),
-// counted in Stats.Refused, and the peer resends it; acknowledgements,
-// transport messages and duplicates are handled as always.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
-// refusing reports whether new game messages are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
 
 // Close begins a graceful close at now (docs/protocols/avara.md §3.5). A
 // client not yet established, or a server before the Login, closes at
@@ -319,35 +340,13 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // its queues, so nothing, the acknowledgement included, is written to it
 // again).
 func (s *Session) Close(now time.Time) {
-	switch {
-	case s.state == engine.StateHandshake && !s.login:
-		s.state = engine.StateClosed
-		return
-	case s.state == engine.StateEstablished, s.state == engine.StateHandshake:
-	default:
+	if !s.BeginClose(now, !s.login) {
 		return
 	}
 	s.now = now
-	s.state = engine.StateClosing
-	s.closeAt = now
 	s.logout = &outMsg{transport: true, params: engine.Params{Command: CommandLogout, P1: s.id}}
 	s.queue.Push(s.logout)
 }
-
-// State returns the lifecycle state: a client is established once the
-// TOC gave it its id, a server once the client acknowledged its first
-// TOC (validate.go).
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session ended: an error wrapping
-// engine.ErrHandshakeTimeout (a client without a TOC: the password may be
-// wrong or the server full, which the reference does not answer), one
-// wrapping engine.ErrRetransmitLimit (Config.DeadTimeout without an
-// acknowledgement), engine.ErrIdleTimeout, one wrapping
-// engine.ErrLingerTimeout, or one wrapping engine.ErrPeerClosed when the
-// peer logged out with messages of ours pending. It is nil while open and
-// after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
 // the congestion window (there is one channel).
@@ -366,16 +365,15 @@ func (s *Session) Pending() int { return s.pending }
 // closes challenged with Config.ChallengeClose and those refused as
 // spoofed.
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTTVar, st.RTO = s.est.srtt(), s.est.dev(), s.rto()
 	if s.rtt != nil {
-		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
+		return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rto(), s.cc)
 	}
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.est.srtt(), s.est.dev(), s.rto(), s.cc)
 }
 
-// Capabilities reports ordered reliable delivery on one channel.
+// Capabilities reports ordered reliable delivery on one channel: Recv
+// gives the messages in serial order, with their command and parameters
+// in Params, Reliable always true.
 // MaxMessage is min(984, Config.MaxDatagram − 25): a datagram's header
 // and AckMap and the longest message header leave room for it.
 func (s *Session) Capabilities() engine.Capabilities {
@@ -392,7 +390,7 @@ func (s *Session) Capabilities() engine.Capabilities {
 // messages taken (Config.ReliablePeer).
 func (s *Session) Trim() {
 	s.queue.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	if s.nHeld == 0 {
 		s.ring = nil
 	}
@@ -401,18 +399,4 @@ func (s *Session) Trim() {
 		s.flight = nil
 	}
 	s.cc.Trim()
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
-}
-
-// lingerError is Err after Linger ran out.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: avara: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
 }

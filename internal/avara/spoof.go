@@ -123,7 +123,7 @@ func (s *Session) sameAsHeld(m *Message) bool {
 
 // spoofed ends the session: two copies of serial differ.
 func (s *Session) spoofed(serial uint16) {
-	s.fail(fmt.Errorf("%w: two different messages with serial %d", ErrSpoofed, serial))
+	s.Fail(fmt.Errorf("%w: two different messages with serial %d", ErrSpoofed, serial))
 }
 
 // ackBehind handles an ack field older than the newest taken
@@ -139,7 +139,7 @@ func (s *Session) ackBehind(now time.Time, ack uint16) {
 		return
 	}
 	if now.Sub(s.behindSince) >= max(4*s.rto(), engine.ChallengeMin) {
-		s.fail(fmt.Errorf("%w: the peer's acknowledgements stay at serial %d, behind serial %d taken as acknowledged",
+		s.Fail(fmt.Errorf("%w: the peer's acknowledgements stay at serial %d, behind serial %d taken as acknowledged",
 			ErrSpoofed, ack, s.peerAck))
 	}
 }
@@ -158,7 +158,7 @@ func (s *Session) sendVersion() uint16 {
 	switch {
 	case !s.cfg.ReliablePeer:
 		return s.cfg.Version
-	case s.cfg.Client && s.state == engine.StateHandshake:
+	case s.cfg.Client && s.State() == engine.StateHandshake:
 		return s.cfg.Version
 	}
 	return sessionVersion(s.cfg.Version, s.seed)

@@ -94,22 +94,16 @@ func (s *Session) rto() time.Duration {
 // resend at its time), the pure acknowledgement, and the handshake, dead,
 // idle, linger and Logout timers. It is zero in StateClosed. A time not
 // after the latest time passed in means "now".
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
-	var d time.Time
-	earliest := func(t time.Time, ok bool) {
-		if ok && (d.IsZero() || t.Before(d)) {
-			d = t
-		}
-	}
-	earliest(s.endAt())
-	earliest(s.ackDue())
-	earliest(s.pokeAt())
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
+	var d engine.Earliest
+	d.Add(s.ackDue())
+	d.Add(s.pokeAt())
 	if t, ok := s.dueAt(); ok {
 		if t.After(s.now) {
-			earliest(t, true)
+			d.Add(t, true)
 		} else {
 			// Due now: the congestion controller decides (never, when the
 			// window is full: an acknowledgement or a resend timer comes
@@ -120,12 +114,12 @@ func (s *Session) Deadline() time.Time {
 			if q := s.quotaReady(); !n.IsZero() && q.After(n) {
 				n = q
 			}
-			earliest(n, !n.IsZero())
+			d.Add(n, !n.IsZero())
 		}
 	}
-	earliest(s.lossAt())
-	earliest(s.challengeAt())
-	return d
+	d.Add(s.lossAt())
+	d.Add(s.challengeAt())
+	return d.Time()
 }
 
 // lossAt returns when the next datagram still counted in flight is found
@@ -200,30 +194,16 @@ func (s *Session) ackDue() (time.Time, bool) {
 // back by the peer's throttle goes out within about a retransmit time.
 func (s *Session) heldAckInterval() time.Duration { return s.cfg.AckDelay + s.rto() }
 
-// endAt returns when the session fails by itself: the handshake timeout,
-// the dead timeout of the oldest unacknowledged message, the idle
-// timeout, or the end of Linger.
-func (s *Session) endAt() (time.Time, bool) {
-	at, ok, _ := s.end()
-	return at, ok
-}
-
-func (s *Session) end() (at time.Time, ok bool, err error) {
-	consider := func(t time.Time, e error) {
-		if !ok || t.Before(at) {
-			at, ok, err = t, true, e
-		}
-	}
+// endAt returns the timers that end the session by themselves: the
+// handshake timeout, the dead timeout of the oldest unacknowledged
+// message, the idle timeout, Linger (engine.ErrLingerTimeout, which Poll
+// turns into Err, see endError) and, with Config.ReferencePeer, the
+// Logout's last wait.
+func (s *Session) endAt() (end engine.End) {
 	switch {
-	case s.state != engine.StateHandshake || s.cfg.HandshakeTimeout < 0:
-	case s.cfg.Client:
-		consider(s.created.Add(s.cfg.HandshakeTimeout), fmt.Errorf(
-			"%w: avara: no connection table from the server within %v: the password may be wrong or the server full",
-			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
-	case s.login:
-		consider(s.created.Add(s.cfg.HandshakeTimeout), fmt.Errorf(
-			"%w: avara: the client did not acknowledge its connection table within %v",
-			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout))
+	case s.State() != engine.StateHandshake || s.cfg.HandshakeTimeout < 0:
+	case s.cfg.Client || s.login:
+		end.Add(s.Created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
 	}
 	for _, m := range s.flight {
 		if !m.acked {
@@ -231,25 +211,39 @@ func (s *Session) end() (at time.Time, ok bool, err error) {
 			if s.lastAcked.After(from) {
 				from = s.lastAcked
 			}
-			consider(from.Add(s.cfg.DeadTimeout), fmt.Errorf("%w: avara: nothing acknowledged for %v",
-				engine.ErrRetransmitLimit, s.cfg.DeadTimeout))
+			end.Add(from.Add(s.cfg.DeadTimeout), engine.ErrRetransmitLimit)
 			break
 		}
 	}
-	if s.cfg.IdleTimeout > 0 {
-		consider(s.lastRecv.Add(s.cfg.IdleTimeout), engine.ErrIdleTimeout)
-	}
-	if s.state == engine.StateClosing {
-		consider(s.closeAt.Add(s.cfg.Linger), s.lingerError())
+	end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
+	end.Join(s.Linger(s.cfg.Linger))
+	if s.State() == engine.StateClosing {
 		if s.cfg.ReferencePeer && len(s.flight) == 1 && s.queue.Len() == 0 && len(s.ctl) == 0 {
 			// The Logout alone is unacknowledged (it waited for all
 			// else, see Close): a reference peer, which never
 			// acknowledges it, has gone once it went out logoutSends
 			// times.
 			if m := s.flight[0]; m.params.Command == CommandLogout && m.sendCount >= logoutSends {
-				consider(m.nextSend, nil)
+				end.Add(m.nextSend, nil)
 			}
 		}
 	}
-	return at, ok, err
+	return end
+}
+
+// endError is Err when the end timer that fires ends with err.
+func (s *Session) endError(err error) error {
+	switch {
+	case err == engine.ErrHandshakeTimeout && s.cfg.Client:
+		return fmt.Errorf("%w: avara: no connection table from the server within %v: the password may be wrong or the server full",
+			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout)
+	case err == engine.ErrHandshakeTimeout:
+		return fmt.Errorf("%w: avara: the client did not acknowledge its connection table within %v",
+			engine.ErrHandshakeTimeout, s.cfg.HandshakeTimeout)
+	case err == engine.ErrRetransmitLimit:
+		return fmt.Errorf("%w: avara: nothing acknowledged for %v", engine.ErrRetransmitLimit, s.cfg.DeadTimeout)
+	case err == engine.ErrLingerTimeout:
+		return engine.LingerError(s.pending)
+	}
+	return err
 }

@@ -32,13 +32,13 @@ var errFull = fmt.Errorf("%w: avara: no player id left for the client", engine.E
 // follows when it differs from the one the first TOC gave.
 func (s *Session) validated() {
 	s.toc = nil
-	if s.state != engine.StateHandshake {
+	if s.State() != engine.StateHandshake {
 		return
 	}
 	if s.cfg.Join != nil {
 		id, t, ok := s.cfg.Join()
 		if !ok || id < 1 || id > MaxClients {
-			s.fail(errFull)
+			s.Fail(errFull)
 			return
 		}
 		if id != s.peerID {
@@ -46,7 +46,7 @@ func (s *Session) validated() {
 			s.queueTOC(&t)
 		}
 	}
-	s.state = engine.StateEstablished
+	s.Establish()
 }
 
 // resendHandshake makes the server's TOC and Control, while unacknowledged,

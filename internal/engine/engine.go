@@ -1,6 +1,19 @@
 // Package engine defines the contract between rudp's protocol engines and the
-// root package, and the pieces every engine shares: the RFC 6298 RTT
-// estimator and serial-number arithmetic.
+// root package, and the pieces every engine shares:
+//   - the lifecycle (Lifecycle): State and Err, the graceful close and its
+//     Linger, the handshake and idle timeouts, Deadline's zero once
+//     closed, what HandleDatagram does around an engine's own parsing
+//     (Input), the counters behind Stats, and the queue of delivered
+//     messages behind Recv and SetRecvOpen (MaxRecvQueue);
+//   - the timer lists an engine's Deadline and its timer pass in Poll both
+//     read (Earliest, End);
+//   - the settings every engine's Config has: their defaults and checks
+//     (DefaultLinger, DefaultMaxQueued, CheckConfig, ConfigError) and the
+//     random IDs drawn from its Rand (DrawID);
+//   - keepalives (KeepAliveAt) and challenges of an announced restart or
+//     close (Challenge);
+//   - the RFC 6298 RTT estimator, serial-number arithmetic and the FIFO
+//     queue.
 //
 // It owns the two halves of that contract: Engine, one end of one
 // association, and Protocol, the descriptor by which each engine package

@@ -1,10 +1,7 @@
 package lludp
 
 import (
-	"cmp"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -32,10 +29,6 @@ const (
 	DefaultKeepAlive = 5 * time.Second
 	// DefaultIdleTimeout is the viewer's circuit timeout (docs/protocols/lludp.md §3.1).
 	DefaultIdleTimeout = 100 * time.Second
-	// DefaultLinger is the longest time spent in StateClosing.
-	DefaultLinger = 5 * time.Second
-	// DefaultMaxQueued is the default bound on pending messages.
-	DefaultMaxQueued = 1024
 	// SeqWrap is the modulus of the sequence numbers sessions send: the
 	// viewer wraps 0xFFFFFF to 0 (docs/protocols/lludp.md §3.2).
 	SeqWrap = 1 << 24
@@ -151,12 +144,12 @@ type Config struct {
 	// means never.
 	HandshakeTimeout time.Duration
 	// Linger is the longest time spent in StateClosing; default
-	// DefaultLinger (5 s). When it runs out with messages unacknowledged,
+	// engine.DefaultLinger (5 s). When it runs out with messages unacknowledged,
 	// Err wraps engine.ErrLingerTimeout.
 	Linger time.Duration
 	// MaxQueued bounds Pending (messages accepted by Send: queued, or sent
 	// reliably and not yet acknowledged); Send returns engine.ErrQueueFull
-	// at the bound. Default DefaultMaxQueued (1024).
+	// at the bound. Default engine.DefaultMaxQueued (1024).
 	MaxQueued int
 	// RejectNewPeerSession: once the circuit is open, a reliable
 	// UseCircuitCode carrying a different Circuit makes HandleDatagram
@@ -205,38 +198,4 @@ type Config struct {
 	// (packets sent and lost, metrics, state changes) and its challenges
 	// (package trace).
 	Tracer *trace.ConnTracer
-}
-
-var errConfig = errors.New("lludp: invalid config")
-
-// withDefaults returns c with defaults filled in, or an error for values
-// that cannot be honoured.
-func (c Config) withDefaults() (Config, error) {
-	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
-	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
-	c.ResendLimit = cmp.Or(c.ResendLimit, DefaultResendLimit)
-	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
-	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
-	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
-	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
-	c.Linger = cmp.Or(c.Linger, DefaultLinger)
-	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
-	c.InitialSeq = cmp.Or(c.InitialSeq, 1)
-	switch {
-	case c.Client && c.Accept:
-		return c, fmt.Errorf("%w: Client and Accept both set", errConfig)
-	case c.MaxDatagram < MinMaxDatagram:
-		return c, fmt.Errorf("%w: MaxDatagram %d below %d", errConfig, c.MaxDatagram, MinMaxDatagram)
-	case c.AckDelay < 0:
-		return c, fmt.Errorf("%w: AckDelay %v", errConfig, c.AckDelay)
-	case c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
-		return c, fmt.Errorf("%w: RTO bounds %v/%v", errConfig, c.RTOMin, c.RTOMax)
-	case c.HandshakeTimeout < 0 || c.Linger < 0:
-		return c, fmt.Errorf("%w: negative timer", errConfig)
-	case c.MaxQueued < 0:
-		return c, fmt.Errorf("%w: MaxQueued %d", errConfig, c.MaxQueued)
-	case c.InitialSeq >= SeqWrap:
-		return c, fmt.Errorf("%w: InitialSeq %#x not below 2^24", errConfig, c.InitialSeq)
-	}
-	return c, nil
 }

@@ -118,9 +118,9 @@ func checkInvariants(t *testing.T, s *Session) {
 	case s.pending != n:
 		t.Fatalf("pending %d, %d queued or unacked", s.pending, n)
 	case s.pending > s.cfg.MaxQueued || s.acks.len() > maxPendingAcks || s.nPongs > maxPongs ||
-		s.recv.Len() > MaxRecvQueue || s.state > engine.StateClosed:
+		s.Inbox.Len() > MaxRecvQueue || s.State() > engine.StateClosed:
 		t.Fatalf("out of bounds: pending %d, acks %d, pongs %d, received %d, state %v",
-			s.pending, s.acks.len(), s.nPongs, s.recv.Len(), s.state)
+			s.pending, s.acks.len(), s.nPongs, s.Inbox.Len(), s.State())
 	}
 }
 

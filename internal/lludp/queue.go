@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
+	"github.com/rudpkit/rudp/internal/engine"
 )
 
 // Bounds of the session's tables.
@@ -17,10 +18,14 @@ const (
 	// StartPingChecks are not answered until Poll sends these.
 	maxPongs = 16
 	// MaxRecvQueue bounds the messages delivered and not yet taken by
-	// Recv. At the bound a new application message is refused as with
-	// SetRecvOpen(false): a reliable one is not acknowledged, so the peer
-	// resends it.
-	MaxRecvQueue = 4096
+	// Recv. At the bound, as while SetRecvOpen(false) holds, a datagram
+	// carrying an application message that has not arrived before is
+	// still taken for its appended acks, but its message is dropped,
+	// counted in Stats.Refused: a reliable one is not acknowledged and
+	// not entered in the duplicate window, so the peer resends it and it
+	// is taken then. Transport messages and duplicates (acknowledged
+	// again) are handled as always.
+	MaxRecvQueue = engine.MaxRecvQueue
 )
 
 // outMsg is one message accepted by Send (or the client's UseCircuitCode).

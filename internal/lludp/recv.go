@@ -2,7 +2,6 @@ package lludp
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -41,22 +40,18 @@ var (
 // accepted. The body is copied; b may be reused at
 // once.
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
-		return engine.ErrClosed
-	}
-	if s.scratch == nil && len(b) > 0 && b[0]&FlagZerocoded != 0 {
-		s.scratch = make([]byte, 0, MaxDecoded)
-	}
-	p := &s.pkt
-	err := ParsePacket(b, p, s.scratch)
-	if err == nil {
-		err = s.handle(now, p, len(b))
-	}
-	p.Extra, p.Body = nil, nil // keep no reference to b
-	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.stats.PacketsRejected++
-	}
-	return err
+	return s.Input(func() error {
+		if s.scratch == nil && len(b) > 0 && b[0]&FlagZerocoded != 0 {
+			s.scratch = make([]byte, 0, MaxDecoded)
+		}
+		p := &s.pkt
+		err := ParsePacket(b, p, s.scratch)
+		if err == nil {
+			err = s.handle(now, p, len(b))
+		}
+		p.Extra, p.Body = nil, nil // keep no reference to b
+		return err
+	})
 }
 
 // handle applies the circuit checks to a parsed datagram of n bytes and
@@ -89,9 +84,8 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	}
 	app := !transport(p.Message)
 
-	s.now, s.lastRecv = now, now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.now = now
+	s.Heard(now, n)
 	if restart {
 		s.adoptPeer()
 	}
@@ -104,9 +98,9 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 	// and processing them twice is harmless.
 	dup, refused := false, false
 	switch {
-	case app && s.refusing() && !s.win.has(p.Seq):
+	case app && s.Refusing() && !s.win.has(p.Seq):
 		refused = true // left out of the window and unacknowledged: the peer resends it
-		s.stats.Refused++
+		s.Counters.Refused++
 	case reliable || app || p.Message == UseCircuitCode:
 		dup = s.win.seen(p.Seq)
 	}
@@ -114,7 +108,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		s.owe(now, p.Seq)
 	}
 	if dup {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 	}
 
 	switch p.Message {
@@ -166,7 +160,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 		if !refused && (!dup || s.cfg.DeliverDuplicates) {
 			data := make([]byte, len(p.Body))
 			copy(data, p.Body)
-			s.recv.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
+			s.Inbox.Push(engine.Message{Data: data, Reliable: reliable, MessageNumber: p.Message})
 		}
 	}
 	s.detectLosses(now)
@@ -176,10 +170,7 @@ func (s *Session) handle(now time.Time, p *Packet, n int) error {
 
 // peerClosed ends the session after the peer's CloseCircuit.
 func (s *Session) peerClosed() {
-	s.state = engine.StateClosed
-	if s.pending > 0 {
-		s.err = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
-	}
+	s.Fail(engine.Unconfirmed(engine.ErrPeerClosed, s.pending))
 }
 
 // Challenges (RFC 5961's reason): a CloseCircuit, or a reliable
@@ -201,7 +192,7 @@ func (s *Session) peerClosed() {
 // ran out unanswered. Otherwise it starts one, if none is running: the
 // next StartPingCheck goes at once.
 func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
-	if s.cfg.NoChallenge || s.state != engine.StateEstablished {
+	if s.cfg.NoChallenge || s.State() != engine.StateEstablished {
 		return true
 	}
 	d := max(2*s.roundTrip()+challengeSlack, engine.ChallengeMin)
@@ -209,7 +200,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 	if started {
 		s.chalEvery = d / engine.ChallengeProbes
 		s.pingAt = now.Add(-s.chalEvery) // a ping at once
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return act
 }
@@ -218,7 +209,7 @@ func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
 // the live circuit is there, so what was announced was spoofed.
 func (s *Session) answered(now time.Time, id uint8) {
 	if s.chal.Answer(now, uint32(id)) {
-		s.stats.SpoofsRefused++
+		s.Counters.SpoofsRefused++
 	}
 }
 
@@ -283,9 +274,7 @@ func (s *Session) circuitOpened(now time.Time) {
 		return
 	}
 	s.open, s.pingAt = true, now
-	if s.state == engine.StateHandshake {
-		s.state = engine.StateEstablished
-	}
+	s.Establish()
 }
 
 // adoptPeer resets the receive state for a restarted peer that opened a
@@ -295,7 +284,7 @@ func (s *Session) circuitOpened(now time.Time) {
 func (s *Session) adoptPeer() {
 	s.replaced[s.nReplaced%len(s.replaced)] = s.peerCircuit
 	s.nReplaced++
-	s.stats.PeerRestarts++
+	s.Counters.PeerRestarts++
 	s.win = window{}
 	s.acks.reset()
 	s.nPongs = 0

@@ -29,42 +29,33 @@ import (
 // that is strictly shorter. Each datagram takes the next sequence number,
 // modulo 2^24 (§3.2).
 func (s *Session) Poll(now time.Time, buf []byte) int {
-	if s.state == engine.StateClosed {
+	if s.State() == engine.StateClosed {
 		return 0
 	}
 	s.now = now
-	if s.state == engine.StateClosing && !now.Before(s.closeAt.Add(s.cfg.Linger)) {
-		err := s.lingerError()
+	if s.Linger(s.cfg.Linger).Due(now) {
+		err := engine.LingerError(s.pending)
 		n := 0
 		if len(buf) >= s.cfg.MaxDatagram {
-			n = s.sent(len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil))))
+			n = s.Sent(len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil))))
 		}
-		s.fail(err)
+		s.Fail(err)
 		return n
 	}
-	if at, ok, cause := s.endAt(); ok && !now.Before(at) {
-		s.fail(s.endError(cause))
+	if end := s.endAt(); end.Due(now) {
+		s.Fail(s.endError(end.Err))
 		return 0
 	}
 	if s.chal.Running() && !now.Before(s.chal.Until) {
 		s.challengeExpired(now) // no answer: the peer closed or restarted
-		if s.state == engine.StateClosed {
+		if s.State() == engine.StateClosed {
 			return 0
 		}
 	}
 	if len(buf) < s.cfg.MaxDatagram {
 		return 0
 	}
-	return s.sent(s.transmit(now, buf))
-}
-
-// sent counts a datagram of n bytes (none when n is 0) and returns n.
-func (s *Session) sent(n int) int {
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-	}
-	return n
+	return s.Sent(s.transmit(now, buf))
 }
 
 // transmit writes the next datagram due, if any.
@@ -100,7 +91,7 @@ func (s *Session) transmit(now time.Time, buf []byte) int {
 	if at, ok := s.closeDue(); ok && !now.Before(at) {
 		n := len(s.appendAcks(s.build(buf, 0, CloseCircuit, nil)))
 		if s.closeSent++; s.closeSent == closeCopies {
-			s.state = engine.StateClosed
+			s.Fail(nil)
 		}
 		s.closeNext = now.Add(s.roundTrip())
 		return n
@@ -131,7 +122,7 @@ func (s *Session) sendAgain(now time.Time, buf []byte, m *outMsg) int {
 	m.byRTO = false
 	s.cc.OnSent(now, &m.pkt, n, true)
 	s.resend.pushBack(m)
-	s.stats.Retransmits++
+	s.Counters.Retransmits++
 	return n
 }
 
@@ -210,11 +201,11 @@ func (s *Session) sendQueued(now time.Time, buf []byte) int {
 	m := *s.queue.Front()
 	if _, taken := s.unacked[s.nextSeq]; taken && m.reliable {
 		// 2^24 datagrams went out while one stayed unacknowledged.
-		s.fail(fmt.Errorf("%w: lludp: sequence number %#x still unacknowledged after 2^24 datagrams", engine.ErrRetransmitLimit, s.nextSeq))
+		s.Fail(fmt.Errorf("%w: lludp: sequence number %#x still unacknowledged after 2^24 datagrams", engine.ErrRetransmitLimit, s.nextSeq))
 		return 0
 	}
 	s.queue.Pop()
-	s.stats.MessagesSent++
+	s.Counters.MessagesSent++
 	if m.reliable {
 		return len(s.appendAcks(s.sendReliable(now, buf, m, FlagZerocoded)))
 	}

@@ -1,7 +1,7 @@
 package lludp
 
 import (
-	"fmt"
+	"cmp"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -29,13 +29,19 @@ const (
 )
 
 // Session is one end of one LLUDP circuit: a sans-I/O state machine
-// implementing engine.Engine. It is not safe for concurrent use.
+// implementing engine.Engine. It is not safe for concurrent use. It is in
+// StateHandshake until the circuit is open (a client's UseCircuitCode
+// acknowledged, or a server's received). Err, once it ended, is
+// engine.ErrHandshakeTimeout, engine.ErrIdleTimeout, an error wrapping
+// engine.ErrRetransmitLimit (for a client's UseCircuitCode, wrapping
+// engine.ErrHandshakeTimeout too), engine.ErrLingerTimeout, or
+// engine.ErrPeerClosed when the peer sent CloseCircuit with messages of
+// ours pending.
 type Session struct {
-	cfg   Config
-	state engine.State
-	err   error
+	cfg Config
+	engine.Lifecycle
 
-	now, created, lastRecv time.Time
+	now time.Time
 
 	// Circuit (docs/protocols/lludp.md §3.1).
 	open        bool       // client: UseCircuitCode acknowledged; server: received
@@ -81,11 +87,9 @@ type Session struct {
 	backoffAt  time.Time   // when rtt was last backed off
 
 	// Receiving (docs/protocols/lludp.md §3.5).
-	win      window
-	recv     engine.FIFO[engine.Message]
-	recvShut bool // SetRecvOpen(false): new application messages are refused
-	scratch  []byte
-	pkt      Packet
+	win     window
+	scratch []byte
+	pkt     Packet
 
 	// Challenge of a close or restart announced while open (see
 	// challenged).
@@ -93,11 +97,34 @@ type Session struct {
 	chalEvery time.Duration // the running challenge's ping interval
 
 	// Closing.
-	closeAt   time.Time
 	closeSent int
 	closeNext time.Time
+}
 
-	stats engine.Stats
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, DefaultMaxDatagram)
+	c.AckDelay = cmp.Or(c.AckDelay, DefaultAckDelay)
+	c.ResendLimit = cmp.Or(c.ResendLimit, DefaultResendLimit)
+	c.RTOMin = cmp.Or(c.RTOMin, DefaultRTOMin)
+	c.RTOMax = cmp.Or(c.RTOMax, DefaultRTOMax)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	c.InitialSeq = cmp.Or(c.InitialSeq, 1)
+	switch {
+	case c.MaxDatagram < MinMaxDatagram:
+		return c, engine.ConfigError("lludp", "MaxDatagram %d below %d", c.MaxDatagram, MinMaxDatagram)
+	case c.AckDelay < 0:
+		return c, engine.ConfigError("lludp", "AckDelay %v", c.AckDelay)
+	case c.RTOMin < 0 || c.RTOMax < 0 || c.RTOMin > c.RTOMax:
+		return c, engine.ConfigError("lludp", "RTO bounds %v/%v", c.RTOMin, c.RTOMax)
+	case c.InitialSeq >= SeqWrap:
+		return c, engine.ConfigError("lludp", "InitialSeq %#x not below 2^24", c.InitialSeq)
+	}
+	return c, engine.CheckConfig("lludp", c.Client, c.Accept, c.MaxQueued, c.HandshakeTimeout, c.Linger)
 }
 
 // New returns a session created at now, in StateHandshake. A client's
@@ -109,14 +136,13 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		cfg:      cfg,
-		now:      now,
-		created:  now,
-		lastRecv: now,
-		nextSeq:  cfg.InitialSeq,
-		unacked:  make(map[uint32]*outMsg),
-		avgPing:  pingInitial,
-		chal:     engine.Challenge{Tracer: cfg.Tracer},
+		cfg:       cfg,
+		Lifecycle: engine.NewLifecycle(now),
+		now:       now,
+		nextSeq:   cfg.InitialSeq,
+		unacked:   make(map[uint32]*outMsg),
+		avgPing:   pingInitial,
+		chal:      engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: min(cfg.MaxDatagram, MTUBytes),
@@ -165,7 +191,7 @@ func (s *Session) maxBuilt() int { return min(MTUBytes, s.cfg.MaxDatagram) }
 // open; they are zerocoded when that makes them strictly shorter.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed:
+	case s.State() >= engine.StateClosing:
 		return engine.ErrClosed
 	case opt.Delivery == engine.Passive:
 		return engine.Unsupported("lludp", "passive delivery (reliable or unreliable only)")
@@ -205,30 +231,6 @@ func (s *Session) release(m *outMsg) {
 	s.free = append(s.free, m)
 }
 
-// Recv returns the next delivered message, in arrival order (LLUDP has no
-// ordering, docs/protocols/lludp.md §3.6). MessageNumber is the message's number; Reliable
-// is its RELIABLE flag.
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new application messages
-// (see engine.Engine). While it is closed, or MaxRecvQueue messages wait
-// for Recv, a datagram carrying an application message that has not
-// arrived before is still taken for its appended acks, but its message is
-// dropped, counted in Stats.Refused: a reliable one is not acknowledged
-// and not entered in the duplicate window, so the peer resends it and it
-// is taken then. Transport messages and duplicates (acknowledged again)
-// are handled as always.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
-// refusing reports whether new application messages are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecvQueue }
-
 // Close begins a graceful close at now. A server without a circuit, or a
 // client that has neither sent its UseCircuitCode nor anything pending,
 // closes at once. Otherwise the session
@@ -240,33 +242,10 @@ func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= MaxRecv
 // Config.Linger runs out first, one CloseCircuit goes out with the next
 // Poll and Err wraps engine.ErrLingerTimeout if messages are left.
 func (s *Session) Close(now time.Time) {
-	switch s.state {
-	case engine.StateHandshake:
-		if !s.cfg.Client || s.hello != nil && s.pending == 0 {
-			s.state = engine.StateClosed
-			return
-		}
-	case engine.StateEstablished:
-	default:
-		return
+	if s.BeginClose(now, !s.cfg.Client || s.hello != nil && s.pending == 0) {
+		s.now, s.closeNext = now, now
 	}
-	s.now = now
-	s.state = engine.StateClosing
-	s.closeAt, s.closeNext = now, now
 }
-
-// State returns the lifecycle state: StateHandshake until the circuit is
-// open (a client's UseCircuitCode acknowledged, or a server's received),
-// then StateEstablished.
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session ended: engine.ErrHandshakeTimeout,
-// engine.ErrIdleTimeout, an error wrapping engine.ErrRetransmitLimit
-// (for a client's UseCircuitCode, wrapping engine.ErrHandshakeTimeout
-// too), engine.ErrLingerTimeout, or engine.ErrPeerClosed when the peer
-// sent CloseCircuit with messages of ours pending. It is nil while open
-// and after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // SendRoom returns engine.SendRoom of the bytes of pending messages and
 // the congestion window (there is one channel).
@@ -284,13 +263,10 @@ func (s *Session) Pending() int { return s.pending }
 // Retransmits counts resends; Duplicates counts datagrams whose message
 // had arrived before (acknowledged again, not delivered).
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTO = s.avgPing, s.rto()
 	if s.rtt != nil && s.rtt.Sampled() {
-		st.SRTT, st.RTTVar = s.rtt.SRTT(), s.rtt.RTTVar()
+		return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rto(), s.cc)
 	}
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.avgPing, 0, s.rto(), s.cc)
 }
 
 // maxMessage is the largest body Send accepts: what fits the message
@@ -298,7 +274,9 @@ func (s *Session) Stats() engine.Stats {
 func (s *Session) maxMessage() int { return s.maxBuilt() - HeaderLen - 4 }
 
 // Capabilities reports unordered delivery on one channel with reliable
-// and unreliable messages. MaxMessage is the largest body, for every
+// and unreliable messages: Recv gives them in arrival order (LLUDP has
+// no ordering, docs/protocols/lludp.md §3.6), MessageNumber the message's
+// number and Reliable its RELIABLE flag. MaxMessage is the largest body, for every
 // message number: min(MTUBytes, Config.MaxDatagram) − 6 (header) − 4 (a
 // Low or Fixed number), 1190 bytes by default. (The viewer's budget would
 // leave a High number 3 bytes more and a Medium one 2; a single limit
@@ -356,24 +334,10 @@ func (s *Session) Trim() {
 	s.prevAcks = nil
 	s.cc.Trim()
 	s.queue.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.scratch = nil
 	s.free = nil
 	if s.cfg.DeliverDuplicates {
 		s.win = window{}
 	}
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
-}
-
-// lingerError is Err after Linger ran out with messages unacknowledged.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
 }

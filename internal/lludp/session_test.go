@@ -28,7 +28,7 @@ func snapshot(s *Session) Session {
 	c.unacked = maps.Clone(s.unacked)
 	c.free = slices.Clone(s.free)
 	c.queue = s.queue.Clone()
-	c.recv = s.recv.Clone()
+	c.Inbox = s.Inbox.Clone()
 	return c
 }
 
@@ -37,9 +37,9 @@ func snapshot(s *Session) Session {
 func requireUnchanged(t *testing.T, before Session, s *Session, stats engine.Stats) {
 	t.Helper()
 	after := snapshot(s)
-	after.stats = before.stats
+	after.Counters = before.Counters
 	require.Equal(t, before, after)
-	require.Equal(t, stats, s.stats)
+	require.Equal(t, stats, s.Counters)
 }
 
 func TestConfigValidation(t *testing.T) {
@@ -57,7 +57,7 @@ func TestConfigValidation(t *testing.T) {
 		require.Error(t, err, name)
 	}
 	s := newSession(t, t0, Config{})
-	require.Equal(t, engine.Capabilities{MaxMessage: 1190, MaxQueued: DefaultMaxQueued, Channels: 1, Unreliable: true}, s.Capabilities())
+	require.Equal(t, engine.Capabilities{MaxMessage: 1190, MaxQueued: engine.DefaultMaxQueued, Channels: 1, Unreliable: true}, s.Capabilities())
 	st := s.Stats()
 	require.Equal(t, time.Second, st.SRTT, "initial averaged ping")
 	require.Equal(t, 5*time.Second, st.RTO, "5 × 1 s")
@@ -632,7 +632,7 @@ func TestPeerRestartRejected(t *testing.T) {
 	s := openServer(t, Config{RejectNewPeerSession: true})
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 2, Message: 5, Body: []byte("old")})))
 	now := restartUnanswered(t, s)
-	before, stats := snapshot(s), s.stats
+	before, stats := snapshot(s), s.Counters
 	require.ErrorIs(t, s.HandleDatagram(now, otherHello(t)), engine.ErrPeerRestarted)
 	requireUnchanged(t, before, s, stats)
 	// The same circuit again is a duplicate, acknowledged.
@@ -715,7 +715,7 @@ func TestGarbageChangesNothing(t *testing.T) {
 	s := openServer(t)
 	require.NoError(t, s.Send([]byte("r"), rel))
 	poll(t, s, t0)
-	before, stats := snapshot(s), s.stats
+	before, stats := snapshot(s), s.Counters
 	inputs := [][]byte{
 		nil,
 		{0},
@@ -767,13 +767,13 @@ func TestRecvQueueBound(t *testing.T) {
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable, Seq: 1 << 20, Message: 5, Acks: []uint32{1}})))
 	require.Zero(t, s.Pending(), "the appended ack is applied")
 	require.Equal(t, uint64(1), s.Stats().Refused)
-	require.Equal(t, MaxRecvQueue, s.recv.Len())
+	require.Equal(t, MaxRecvQueue, s.Inbox.Len())
 	require.Empty(t, poll(t, s, t0.Add(100*ms)), "the refused message is not acknowledged")
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Seq: 1 << 20, Message: StartPingCheck, Body: []byte{3}})), "transport messages still pass")
 	_, ok := s.Recv()
 	require.True(t, ok)
 	require.NoError(t, s.HandleDatagram(t0, encode(Packet{Flags: FlagReliable | FlagResent, Seq: 1 << 20, Message: 5})))
-	require.Equal(t, MaxRecvQueue, s.recv.Len(), "the resend is taken")
+	require.Equal(t, MaxRecvQueue, s.Inbox.Len(), "the resend is taken")
 	require.Equal(t, uint64(0), s.Stats().Duplicates)
 }
 
@@ -878,7 +878,7 @@ func TestLateHelloOfReplacedCircuit(t *testing.T) {
 	s := openServer(t, Config{NoChallenge: true})
 	require.NoError(t, s.HandleDatagram(t0, otherHello(t)))
 	require.Equal(t, uint64(1), s.Stats().PeerRestarts)
-	before, stats := snapshot(s), s.stats
+	before, stats := snapshot(s), s.Counters
 	late := unhex(t, helloHex)
 	late[0] |= FlagResent
 	require.ErrorIs(t, s.HandleDatagram(t0, late), engine.ErrRejected)

@@ -12,37 +12,25 @@ import (
 // CloseCircuit, and the handshake, idle, resend-limit and linger timers.
 // It is zero in StateClosed. A time not after the latest time passed in
 // means "now".
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
-	var d time.Time
-	earliest := func(t time.Time, ok bool) {
-		if ok && (d.IsZero() || t.Before(d)) {
-			d = t
-		}
-	}
-	if s.state == engine.StateClosing {
-		earliest(s.closeAt.Add(s.cfg.Linger), true)
-	}
-	at, ok, _ := s.endAt()
-	earliest(at, ok)
-	earliest(s.now, s.hello != nil || s.nPongs > 0)
-	if t, ok := s.dataAt(); ok {
-		earliest(t, true)
-	}
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
+	var d engine.Earliest
+	d.Add(s.now, s.hello != nil || s.nPongs > 0)
+	d.Add(s.dataAt())
 	if m := s.resend.head; m != nil {
-		earliest(s.timeoutAt(m), true)
-		earliest(s.cc.LostAt(&m.pkt, s.roundTrip()))
+		d.Add(s.timeoutAt(m), true)
+		d.Add(s.cc.LostAt(&m.pkt, s.roundTrip()))
 	}
 	if m := s.suspect.head; m != nil {
-		earliest(m.sentAt.Add(s.rto()), true)
+		d.Add(m.sentAt.Add(s.rto()), true)
 	}
-	earliest(s.chal.Until, s.chal.Running())
-	earliest(s.pingDue())
-	earliest(s.ackDue())
-	earliest(s.closeDue())
-	return d
+	d.Add(s.chal.Until, s.chal.Running())
+	d.Add(s.pingDue())
+	d.Add(s.ackDue())
+	d.Add(s.closeDue())
+	return d.Time()
 }
 
 // dataAt returns when the next datagram carrying a message may leave, as
@@ -96,7 +84,7 @@ func (s *Session) regularPingDue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if s.cfg.PingWhenQuiet && !s.chal.Running() {
-		return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.pingAt)
+		return engine.KeepAliveAt(s.cfg.KeepAlive, s.LastRecv, s.pingAt)
 	}
 	return s.pingAt.Add(s.cfg.KeepAlive), true
 }
@@ -108,7 +96,7 @@ func (s *Session) ackDue() (time.Time, bool) {
 	switch {
 	case s.acks.len() == 0:
 		return time.Time{}, false
-	case s.acks.len() >= s.ackBatch() || s.state == engine.StateClosing:
+	case s.acks.len() >= s.ackBatch() || s.State() == engine.StateClosing:
 		return s.now, true
 	}
 	return s.ackSince.Add(s.cfg.AckDelay), true
@@ -127,52 +115,34 @@ func (s *Session) ackBatch() int {
 // closeDue returns when the next CloseCircuit of a graceful close is due:
 // once nothing is pending and no ack is owed.
 func (s *Session) closeDue() (time.Time, bool) {
-	if s.state != engine.StateClosing || s.pending > 0 || s.acks.len() > 0 || s.closeSent >= closeCopies {
+	if s.State() != engine.StateClosing || s.pending > 0 || s.acks.len() > 0 || s.closeSent >= closeCopies {
 		return time.Time{}, false
 	}
 	return s.closeNext, true
 }
 
-// endCause is why a session fails by itself.
-type endCause uint8
-
-const (
-	endHandshake endCause = iota + 1
-	endIdle
-	endResend
-)
-
-// endAt returns the earliest time at which the session fails by itself and
-// why: the handshake timeout, the idle timeout, or the timeout after the
-// last allowed resend of the oldest transmission (docs/protocols/lludp.md §3.4). Linger is
-// handled by Poll.
-func (s *Session) endAt() (at time.Time, ok bool, cause endCause) {
-	consider := func(t time.Time, c endCause) {
-		if !ok || t.Before(at) {
-			at, ok, cause = t, true, c
-		}
-	}
-	if s.state == engine.StateHandshake && s.cfg.HandshakeTimeout > 0 {
-		consider(s.created.Add(s.cfg.HandshakeTimeout), endHandshake)
-	}
-	if s.cfg.IdleTimeout > 0 {
-		consider(s.lastRecv.Add(s.cfg.IdleTimeout), endIdle)
-	}
+// endAt returns the timers that fail the session by themselves: Linger,
+// which Poll applies before the others, sending one last CloseCircuit;
+// the handshake timeout; the idle timeout; and the timeout after the last
+// allowed resend of the oldest transmission (docs/protocols/lludp.md
+// §3.4), engine.ErrRetransmitLimit, which endError details when it
+// fires.
+func (s *Session) endAt() (end engine.End) {
+	end.Join(s.Linger(s.cfg.Linger))
+	end.Join(s.HandshakeTimeout(s.cfg.HandshakeTimeout))
+	end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
 	for _, m := range []*outMsg{s.resend.head, s.suspect.head} {
 		if m != nil && s.cfg.ResendLimit >= 0 && m.resends >= s.cfg.ResendLimit {
-			consider(m.sentAt.Add(s.rto()), endResend)
+			end.Add(m.sentAt.Add(s.rto()), engine.ErrRetransmitLimit)
 		}
 	}
-	return at, ok, cause
+	return end
 }
 
-// endError is Err for cause.
-func (s *Session) endError(cause endCause) error {
-	switch cause {
-	case endHandshake:
-		return engine.ErrHandshakeTimeout
-	case endIdle:
-		return engine.ErrIdleTimeout
+// endError is Err when the end timer that fires ends with err.
+func (s *Session) endError(err error) error {
+	if err != engine.ErrRetransmitLimit {
+		return err
 	}
 	m := s.resend.head
 	if h := s.suspect.head; m == nil || h != nil && h.sentAt.Before(m.sentAt) {

@@ -83,7 +83,7 @@ func (s *Session) take(c *txChannel, it *qItem) (sentMsg, bool) {
 		c.unsent -= len(p.fragment(it.frag))
 		done := it.frag == int(p.last)
 		if done {
-			s.stats.MessagesSent++
+			s.Counters.MessagesSent++
 			c.q.Pop()
 		} else {
 			it.frag++
@@ -684,7 +684,7 @@ func (s *Session) onFragment(m *Message) {
 		return
 	}
 	if e.has(m.FragmentID) {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		if s.cfg.ReliablePeer && !s.sameFragment(e, m) {
 			s.conflict(m.Channel, m.PacketSeq, "other bytes")
 		}
@@ -705,14 +705,14 @@ func (s *Session) onFragment(m *Message) {
 // for Recv, of at most MaxPacket bytes. Its bytes are then not copied,
 // and no entry is made for it.
 func (s *Session) sinkFragment(m *Message) bool {
-	if s.sink == nil || m.LastFragmentID != 0 || !validFragment(m) || len(m.Data) > s.cfg.MaxPacket || s.recv.Len() > 0 {
+	if s.sink == nil || m.LastFragmentID != 0 || !validFragment(m) || len(m.Data) > s.cfg.MaxPacket || s.Inbox.Len() > 0 {
 		return false
 	}
 	c := &s.rxch[m.Channel]
 	if c.n > 0 || m.PacketSeq != c.base {
 		return false
 	}
-	s.stats.MessagesRecv++
+	s.Counters.MessagesRecv++
 	s.sink(s.now, engine.Message{Data: m.Data, Channel: m.Channel, Reliable: true}) // the wire does not say
 	s.consume(m.Channel, 0)
 	return true
@@ -734,7 +734,7 @@ func (s *Session) refuse(f *Frame) bool {
 	if n == 0 {
 		return false
 	}
-	s.stats.Refused += n
+	s.Counters.Refused += n
 	for i := range f.Messages {
 		if m := &f.Messages[i]; m.Type == MsgWindowAck && int(m.Channel) < s.cfg.Channels {
 			s.txch[m.Channel].onWindowAck(s, m.PacketSeq)
@@ -781,7 +781,7 @@ func (s *Session) onSentinel(m *Message) {
 	}
 	if e := s.entry(m.Channel, m.PacketSeq, m.DependentLead); e != nil {
 		if e.sentinel {
-			s.stats.Duplicates++
+			s.Counters.Duplicates++
 		}
 		e.sentinel = true
 		s.touch(m.Channel)
@@ -855,7 +855,7 @@ func (s *Session) walk(ch uint8) bool {
 // memory charge there.
 func (s *Session) handOver(ch uint8, e *rxEntry) {
 	n := entryCost + cap(e.buf)
-	s.recv.Push(engine.Message{Data: e.buf[:e.size], Channel: ch, Reliable: true}) // the wire does not say
+	s.Inbox.Push(engine.Message{Data: e.buf[:e.size], Channel: ch, Reliable: true}) // the wire does not say
 	s.recvCost.Push(recvCharge{n: n, exempt: e.exempt})
 	s.recvBytes += n
 	e.exempt = 0 // the Recv queue holds it now
@@ -874,7 +874,7 @@ func (s *Session) sameFragment(e *rxEntry, m *Message) bool {
 // tooLarge accounts for a packet consumed without delivery because it is
 // larger than MaxPacket: counted in Stats.TooLarge and logged at Debug.
 func (s *Session) tooLarge(ch uint8, e *rxEntry) {
-	s.stats.TooLarge++
+	s.Counters.TooLarge++
 	size := int(e.last)*FragmentSize + 1 // a dud: at least this
 	if !e.dud {
 		size = e.size

@@ -1,11 +1,6 @@
 package porous
 
 import (
-	"cmp"
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -31,8 +26,6 @@ const (
 const (
 	// DefaultMaxPacket is the default largest packet, in bytes: 1 MiB.
 	DefaultMaxPacket = 1 << 20
-	// DefaultMaxQueued is the default bound on pending messages.
-	DefaultMaxQueued = 1024
 	// DefaultMaxQueuedBytes is the default bound on the bytes of pending
 	// messages: 4 MiB.
 	DefaultMaxQueuedBytes = 4 << 20
@@ -40,8 +33,6 @@ const (
 	DefaultKeepAlive = time.Second
 	// DefaultIdleTimeout is the reference's watchdog (docs/protocols/porous.md §3.7).
 	DefaultIdleTimeout = 20 * time.Second
-	// DefaultLinger is the default longest time spent in StateClosing.
-	DefaultLinger = 5 * time.Second
 	// DefaultMaxUnreliableDelay is the default Config.MaxUnreliableDelay.
 	DefaultMaxUnreliableDelay = 100 * time.Millisecond
 	// ConnectInterval is how often an unacknowledged Connect is sent
@@ -209,62 +200,4 @@ type Config struct {
 	// (packets sent and lost, metrics, state changes) and its challenges
 	// (package trace).
 	Tracer *trace.ConnTracer
-}
-
-var errConfig = errors.New("porous: invalid config")
-
-// withDefaults returns c with defaults filled in, or an error for values
-// that cannot be honoured.
-func (c Config) withDefaults() (Config, error) {
-	c.Channels = cmp.Or(c.Channels, 1)
-	c.MaxPacket = cmp.Or(c.MaxPacket, DefaultMaxPacket)
-	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
-	c.MaxQueuedBytes = cmp.Or(c.MaxQueuedBytes, DefaultMaxQueuedBytes)
-	c.MaxRxBandwidth = cmp.Or(c.MaxRxBandwidth, NoBandwidthLimit)
-	c.MaxTxBandwidth = cmp.Or(c.MaxTxBandwidth, NoBandwidthLimit)
-	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
-	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
-	c.Linger = cmp.Or(c.Linger, DefaultLinger)
-	c.MaxUnreliableDelay = cmp.Or(c.MaxUnreliableDelay, DefaultMaxUnreliableDelay)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	switch {
-	case c.Channels < 1 || c.Channels > MaxChannels:
-		return c, fmt.Errorf("%w: Channels %d not in 1..%d", errConfig, c.Channels, MaxChannels)
-	case len(c.Priorities) > c.Channels:
-		return c, fmt.Errorf("%w: %d Priorities for %d channels", errConfig, len(c.Priorities), c.Channels)
-	case len(c.Weights) > c.Channels:
-		return c, fmt.Errorf("%w: %d Weights for %d channels", errConfig, len(c.Weights), c.Channels)
-	case c.SendOrder > Arrival:
-		return c, fmt.Errorf("%w: SendOrder %d", errConfig, c.SendOrder)
-	case c.MaxPacket < 0 || c.MaxPacket > MaxPacketLimit:
-		return c, fmt.Errorf("%w: MaxPacket %d not in 1..%d", errConfig, c.MaxPacket, MaxPacketLimit)
-	case c.MaxQueued < 0 || c.MaxQueuedBytes < 0:
-		return c, fmt.Errorf("%w: MaxQueued %d, MaxQueuedBytes %d", errConfig, c.MaxQueued, c.MaxQueuedBytes)
-	case c.KeepAlive < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
-		return c, fmt.Errorf("%w: negative timer", errConfig)
-	}
-	for i, w := range c.Weights {
-		if w < 1 || w > 255 {
-			return c, fmt.Errorf("%w: Weights[%d] = %d not in 1..255", errConfig, i, w)
-		}
-	}
-	for i, p := range c.Priorities {
-		if p > Low {
-			return c, fmt.Errorf("%w: Priorities[%d] = %d", errConfig, i, p)
-		}
-	}
-	if c.Nonce == 0 {
-		r := c.Rand
-		if r == nil {
-			r = rand.Reader
-		}
-		var b [4]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return c, fmt.Errorf("porous: drawing a nonce: %w", err)
-		}
-		c.Nonce = binary.BigEndian.Uint32(b[:])
-	}
-	return c, nil
 }

@@ -1,7 +1,6 @@
 package porous
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,9 +34,11 @@ var (
 // Stats.PacketsRejected (ErrPeerRestarted and ErrClosed are not). p may be
 // reused at once.
 func (s *Session) HandleDatagram(now time.Time, p []byte) error {
-	if s.st == stZombie {
-		return engine.ErrClosed
-	}
+	return s.Input(func() error { return s.input(now, p) })
+}
+
+// input is HandleDatagram once open.
+func (s *Session) input(now time.Time, p []byte) error {
 	s.setNow(now)
 	f := &s.frame
 	maxData := MaxFrameSize
@@ -61,9 +62,6 @@ func (s *Session) HandleDatagram(now time.Time, p []byte) error {
 		err = s.handle(f, len(p))
 	}
 	clear(f.Messages) // keep no reference to p
-	if errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected) {
-		s.stats.PacketsRejected++
-	}
 	return err
 }
 
@@ -84,7 +82,7 @@ func (s *Session) handle(f *Frame, n int) error {
 		if err := s.handleData(f); err != nil {
 			return err
 		}
-	case s.st == stDisconnecting && s.recvShut:
+	case s.st == stDisconnecting && !s.RecvOpen():
 		s.refuse(f) // ignored, as always once disconnecting, but counted
 	}
 	if f.Type == FrameConnect && s.st == stConnected && f.Nonce != s.peerNonce {
@@ -95,15 +93,13 @@ func (s *Session) handle(f *Frame, n int) error {
 			return engine.ErrPeerRestarted
 		case f.Nonce != s.restartNon:
 			s.restartNon = f.Nonce
-			s.stats.PeerRestarts++
+			s.Counters.PeerRestarts++
 		}
 	}
 	if f.Type == FrameDisconnect && s.st == stConnected && !s.challenged(engine.ChallengeClose) {
 		return nil
 	}
-	s.lastRx = s.now
-	s.stats.PacketsReceived++
-	s.stats.BytesReceived += uint64(n)
+	s.Heard(s.now, n)
 
 	switch s.st {
 	case stConnecting:
@@ -149,9 +145,9 @@ func (s *Session) handle(f *Frame, n int) error {
 			// (see closeProof).
 			s.pushCtl(FrameConnectAck, closeProof(s.peerNonce, f.PingID))
 		case FrameDisconnect:
-			s.peerDisconnect(s.lingerError())
+			s.peerDisconnect(engine.LingerError(s.pending))
 		case FrameDisconnectAck:
-			s.fail(s.lingerError())
+			s.fail(engine.LingerError(s.pending))
 		}
 	case stDisconnected:
 		if f.Type == FrameDisconnect {
@@ -180,23 +176,20 @@ func (s *Session) tryConnect() {
 		return
 	}
 	s.st = stConnected
+	s.Establish()
 	s.nextSeq = s.peerNonce
 	s.ring.base = s.peerNonce
 	s.ib = s.nonce
 	s.rxf.low = s.nonce
 	s.cc.SetMaxRate(s.now, uint64(min(s.cfg.MaxTxBandwidth, s.peerRx)))
 	s.pingAt = s.now
-	s.lastRx = s.now
+	s.LastRecv = s.now
 }
 
 // acceptClose takes the peer's Disconnect while connected: Err will wrap
 // engine.ErrPeerClosed if messages of ours are unconfirmed.
 func (s *Session) acceptClose() {
-	var err error
-	if s.pending > 0 {
-		err = fmt.Errorf("%w: %d messages unconfirmed", engine.ErrPeerClosed, s.pending)
-	}
-	s.peerDisconnect(err)
+	s.peerDisconnect(engine.Unconfirmed(engine.ErrPeerClosed, s.pending))
 }
 
 // peerDisconnect answers the peer's Disconnect and enters TIME-WAIT
@@ -205,8 +198,8 @@ func (s *Session) acceptClose() {
 func (s *Session) peerDisconnect(err error) {
 	s.pushCtl(FrameDisconnectAck, 0)
 	s.st = stDisconnected
-	s.peerClosed = true
-	s.err = err
+	s.PeerClosing()
+	s.peerClosed, s.peerErr = true, err
 	s.twLimit = s.now.Add(maxTimeWait)
 	s.twEnd = s.now.Add(s.timeWait())
 	s.ackq = s.ackq[:0]
@@ -253,7 +246,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 	if started {
 		s.chalEvery = d / engine.ChallengeProbes
 		s.sendPing()
-		s.stats.Challenges++
+		s.Counters.Challenges++
 	}
 	return act
 }
@@ -262,7 +255,7 @@ func (s *Session) challenged(k engine.ChallengeKind) bool {
 // is there, so what was announced was spoofed.
 func (s *Session) answered(id uint16) {
 	if s.chal.Answer(s.now, uint32(id)) {
-		s.stats.SpoofsRefused++
+		s.Counters.SpoofsRefused++
 		s.pingAt = s.now.Add(s.cfg.KeepAlive) // no more probes
 	}
 }
@@ -313,12 +306,12 @@ func (s *Session) closeProven(nonce uint32) {
 // is what Err will then report: nil, or an error wrapping
 // engine.ErrPeerClosed (also when the peer disconnected during the
 // handshake).
-func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s.err }
+func (s *Session) PeerClosed() (closed bool, err error) { return s.peerClosed, s.peerErr }
 
 // sendPing queues a Ping and remembers when it left.
 func (s *Session) sendPing() {
 	s.pushCtl(FramePing, uint32(s.pingID))
-	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now.Sub(s.created), id: s.pingID, ok: true}
+	s.pings[int(s.pingID)%maxPings] = pingRec{at: s.now.Sub(s.Created), id: s.pingID, ok: true}
 	s.pinged = true
 	s.pingAt = s.now.Add(s.cfg.KeepAlive)
 	if s.chal.Running() {
@@ -356,7 +349,7 @@ func (s *Session) Trim() {
 	s.ctl.Trim()
 	s.timeq.Trim()
 	s.resendq.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.recvCost.Trim()
 }
 
@@ -385,7 +378,7 @@ func (s *Session) onPingAck(id uint16) {
 		return
 	}
 	r.ok = false
-	if d := s.now.Sub(s.created) - r.at; d <= pingHistory {
+	if d := s.now.Sub(s.Created) - r.at; d <= pingHistory {
 		s.rtt.Sample(d)
 	}
 }

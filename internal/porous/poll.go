@@ -34,11 +34,7 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 	} else {
 		n = s.next(buf)
 	}
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-	}
-	return n
+	return s.Sent(n)
 }
 
 // next writes the next frame due, or returns 0.
@@ -98,13 +94,13 @@ const (
 // It is the one place both Deadline and applyTimers learn the timers
 // from, so that a Poll at the deadline always finds something due.
 func (s *Session) timers(yield func(timer, time.Time) bool) {
-	if s.cfg.IdleTimeout > 0 && s.st <= stDisconnecting && !yield(tIdle, s.lastRx.Add(s.cfg.IdleTimeout)) {
+	if s.cfg.IdleTimeout > 0 && s.st <= stDisconnecting && !yield(tIdle, s.LastRecv.Add(s.cfg.IdleTimeout)) {
 		return
 	}
-	if s.st == stConnecting && s.cfg.HandshakeTimeout > 0 && !yield(tHandshake, s.created.Add(s.cfg.HandshakeTimeout)) {
+	if s.st == stConnecting && s.cfg.HandshakeTimeout > 0 && !yield(tHandshake, s.Created.Add(s.cfg.HandshakeTimeout)) {
 		return
 	}
-	if s.closing && s.st <= stDisconnecting && !yield(tLinger, s.closeAt.Add(s.cfg.Linger)) {
+	if s.closing && s.st <= stDisconnecting && !yield(tLinger, s.CloseAt.Add(s.cfg.Linger)) {
 		return
 	}
 	switch s.st {
@@ -136,7 +132,7 @@ func (s *Session) timers(yield func(timer, time.Time) bool) {
 // at pingAt, however busy the peer.
 func (s *Session) pingDue() time.Time {
 	if s.cfg.PingWhenQuiet && s.pinged && !s.chal.Running() {
-		if quiet := s.lastRx.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
+		if quiet := s.LastRecv.Add(s.cfg.KeepAlive); quiet.After(s.pingAt) {
 			return quiet
 		}
 	}
@@ -172,14 +168,14 @@ func (s *Session) fire(k timer) {
 		case stConnected:
 			s.fail(engine.ErrIdleTimeout)
 		default:
-			s.fail(s.lingerError())
+			s.fail(engine.LingerError(s.pending))
 		}
 	case tHandshake:
 		s.fail(engine.ErrHandshakeTimeout)
 	case tLinger:
 		// One last Disconnect if the peer is connected.
 		final := s.st == stConnected || s.st == stConnecting && s.gotConnect
-		s.fail(s.lingerError())
+		s.fail(engine.LingerError(s.pending))
 		s.finalDisc = final
 	case tConnect:
 		s.pushCtl(FrameConnect, s.nonce)
@@ -200,7 +196,7 @@ func (s *Session) fire(k timer) {
 		s.pushCtl(FrameDisconnect, 0)
 		s.discAt = s.now.Add(DisconnectInterval)
 	case tTimeWait:
-		s.st = stZombie
+		s.fail(s.peerErr)
 	}
 }
 
@@ -233,14 +229,12 @@ func (s *Session) Deadline() time.Time {
 	if s.ctl.Len() > 0 || s.st == stConnected && (len(s.ackq) > 0 || s.closing && s.flushed()) {
 		return s.now
 	}
-	var d time.Time
+	var d engine.Earliest
 	if s.st == stConnected {
-		d, _ = s.dataAt()
+		d.Add(s.dataAt())
 	}
 	for _, t := range s.timers {
-		if d.IsZero() || t.Before(d) {
-			d = t
-		}
+		d.Add(t, true)
 	}
-	return d
+	return d.Time()
 }

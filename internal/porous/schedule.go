@@ -101,7 +101,7 @@ func (s *Session) expire(c *txChannel) {
 		}
 		c.q.Pop()
 		c.unsent -= len(p.data)
-		s.stats.Expired++
+		s.Counters.Expired++
 		if s.cfg.SendOrder == Arrival {
 			s.active[c.prio].Pop()
 		}

@@ -1,7 +1,9 @@
 package porous
 
 import (
+	"cmp"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -68,16 +70,25 @@ type pingRec struct {
 
 // Session is one POROUS peer talking to one remote peer: a sans-I/O state
 // machine implementing engine.Engine. It is not safe for concurrent use.
+// Its State follows its peer state: StateHandshake while connecting,
+// StateEstablished while connected, StateClosing after Close and while
+// disconnecting or in the TIME-WAIT that follows the peer's Disconnect,
+// StateClosed once over. Its Err is then an error wrapping
+// engine.ErrIncompatible, engine.ErrRejected (the peer acknowledged
+// another nonce), engine.ErrPeerClosed (the peer disconnected during the
+// handshake or with messages of ours pending), engine.ErrLingerTimeout,
+// or engine.ErrIdleTimeout / engine.ErrHandshakeTimeout; nil after a
+// graceful close.
 type Session struct {
 	cfg   Config
 	nonce uint32
 	st    peerState
-	err   error // reported once st is stZombie
+	engine.Lifecycle
 
-	peerClosed bool // the peer's Disconnect was taken (see PeerClosed)
+	peerClosed bool  // the peer's Disconnect was taken (see PeerClosed)
+	peerErr    error // then: the Err of the end of TIME-WAIT
 
 	closing bool // Close was called
-	closeAt time.Time
 
 	// Handshake (docs/protocols/porous.md §3.2).
 	accepted   bool // Config.Accept: a compatible Connect was seen
@@ -136,25 +147,69 @@ type Session struct {
 	touched   [MaxChannels / 64]uint64
 	pending   int
 	pendBytes int
-	free      []*outPacket // recycled packets (see release)
-	lent      *outPacket   // the packet whose buffer MessageBuffer returned
-	freeBytes int          // the capacity of their buffers
-	recvPool  [][]byte     // reassembly buffers handed back by Recycle
-	recv      engine.FIFO[engine.Message]
-	recvCost  engine.FIFO[recvCharge]         // parallel to recv
-	recvShut  bool                            // SetRecvOpen(false): new data is refused
+	free      []*outPacket                    // recycled packets (see release)
+	lent      *outPacket                      // the packet whose buffer MessageBuffer returned
+	freeBytes int                             // the capacity of their buffers
+	recvPool  [][]byte                        // reassembly buffers handed back by Recycle
+	recvCost  engine.FIFO[recvCharge]         // parallel to Inbox
 	sink      func(time.Time, engine.Message) // see SetSink
 
-	now     time.Time
-	created time.Time
-	lastRx  time.Time // last datagram that decoded (watchdog)
-	stats   engine.Stats
-	frame   Frame // decoding scratch
+	now   time.Time
+	frame Frame // decoding scratch
 
 	maxFrame int // the largest new frame built: see SetMaxFrame
 	// largeOK: a frame above MaxFrameSize was acknowledged; largeLost: one
 	// was declared lost before that, and large frames were given up.
 	largeOK, largeLost bool
+}
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.Channels = cmp.Or(c.Channels, 1)
+	c.MaxPacket = cmp.Or(c.MaxPacket, DefaultMaxPacket)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	c.MaxQueuedBytes = cmp.Or(c.MaxQueuedBytes, DefaultMaxQueuedBytes)
+	c.MaxRxBandwidth = cmp.Or(c.MaxRxBandwidth, NoBandwidthLimit)
+	c.MaxTxBandwidth = cmp.Or(c.MaxTxBandwidth, NoBandwidthLimit)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	c.MaxUnreliableDelay = cmp.Or(c.MaxUnreliableDelay, DefaultMaxUnreliableDelay)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Channels < 1 || c.Channels > MaxChannels:
+		return c, engine.ConfigError("porous", "Channels %d not in 1..%d", c.Channels, MaxChannels)
+	case len(c.Priorities) > c.Channels:
+		return c, engine.ConfigError("porous", "%d Priorities for %d channels", len(c.Priorities), c.Channels)
+	case len(c.Weights) > c.Channels:
+		return c, engine.ConfigError("porous", "%d Weights for %d channels", len(c.Weights), c.Channels)
+	case c.SendOrder > Arrival:
+		return c, engine.ConfigError("porous", "SendOrder %d", c.SendOrder)
+	case c.MaxPacket < 0 || c.MaxPacket > MaxPacketLimit:
+		return c, engine.ConfigError("porous", "MaxPacket %d not in 1..%d", c.MaxPacket, MaxPacketLimit)
+	case c.MaxQueuedBytes < 0:
+		return c, engine.ConfigError("porous", "MaxQueuedBytes %d", c.MaxQueuedBytes)
+	}
+	for i, w := range c.Weights {
+		if w < 1 || w > 255 {
+			return c, engine.ConfigError("porous", "Weights[%d] = %d not in 1..255", i, w)
+		}
+	}
+	for i, p := range c.Priorities {
+		if p > Low {
+			return c, engine.ConfigError("porous", "Priorities[%d] = %d", i, p)
+		}
+	}
+	if err := engine.CheckConfig("porous", false, false, c.MaxQueued, c.KeepAlive, c.HandshakeTimeout, c.Linger); err != nil {
+		return c, err
+	}
+	if err := engine.DrawID(c.Rand, &c.Nonce); err != nil {
+		return c, fmt.Errorf("porous: drawing a nonce: %w", err)
+	}
+	return c, nil
 }
 
 // New returns a session created at now, in StateHandshake. It fails if cfg
@@ -180,9 +235,8 @@ func New(now time.Time, cfg Config) (*Session, error) {
 		rxch:      make([]rxChannel, cfg.Channels),
 		chNeed:    make([]int, cfg.Channels),
 		rxBudget:  max(minRecvBytes, 4*cfg.MaxPacket),
+		Lifecycle: engine.NewLifecycle(now),
 		now:       now,
-		created:   now,
-		lastRx:    now,
 		connectAt: now,
 		maxFrame:  MaxFrameSize,
 	}
@@ -311,11 +365,11 @@ func (s *Session) full(ch uint8, n int) bool {
 }
 
 // Recv returns the next delivered packet. Channel is set; Reliable is
-// false because the send mode is not on the wire (docs/protocols/porous.md §1.2).
+// true because the send mode is not on the wire (docs/protocols/porous.md
+// §1.2).
 func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
+	m, ok := s.Lifecycle.Recv()
 	if ok {
-		s.stats.MessagesRecv++
 		c, _ := s.recvCost.Take()
 		s.recvBytes -= c.n
 		s.rxch[m.Channel].exempt -= c.exempt
@@ -342,10 +396,10 @@ func (s *Session) SetSink(f func(now time.Time, m engine.Message)) { s.sink = f 
 // waits for may be among what is refused. Reopening starts the stall
 // clocks of the channels still waiting afresh.
 func (s *Session) SetRecvOpen(open bool) {
-	if open && s.recvShut {
+	if open && !s.RecvOpen() {
 		s.restartStallClocks()
 	}
-	s.recvShut = !open
+	s.Lifecycle.SetRecvOpen(open)
 }
 
 // Held returns the number of packets received whole, and acknowledged,
@@ -375,10 +429,10 @@ func (s *Session) Held() int {
 // messages were left unconfirmed.
 func (s *Session) Close(now time.Time) {
 	s.setNow(now)
-	if s.closing || s.st > stConnected {
-		return
+	if !s.BeginClose(s.now, false) {
+		return // closing already, or over
 	}
-	s.closing, s.closeAt = true, s.now
+	s.closing = true
 	if s.st == stConnecting && s.pending == 0 {
 		if s.gotConnect {
 			s.enterDisconnecting()
@@ -386,35 +440,6 @@ func (s *Session) Close(now time.Time) {
 			s.fail(nil)
 		}
 	}
-}
-
-// State returns the lifecycle state: StateHandshake while connecting,
-// StateEstablished while connected, StateClosing after Close and while
-// disconnecting or in the TIME-WAIT that follows the peer's Disconnect,
-// StateClosed once over.
-func (s *Session) State() engine.State {
-	switch {
-	case s.st == stZombie:
-		return engine.StateClosed
-	case s.closing || s.st > stConnected:
-		return engine.StateClosing
-	case s.st == stConnected:
-		return engine.StateEstablished
-	}
-	return engine.StateHandshake
-}
-
-// Err returns why the session ended, once State is StateClosed: an error
-// wrapping engine.ErrIncompatible, engine.ErrRejected (the peer
-// acknowledged another nonce), engine.ErrPeerClosed (the peer
-// disconnected during the handshake or with messages of ours pending),
-// engine.ErrLingerTimeout, or engine.ErrIdleTimeout /
-// engine.ErrHandshakeTimeout; nil after a graceful close, and while open.
-func (s *Session) Err() error {
-	if s.st != stZombie {
-		return nil
-	}
-	return s.err
 }
 
 // SendRoom returns what channel ch may still hold unsent (see
@@ -454,10 +479,7 @@ func (s *Session) Pending() int { return s.pending }
 // again, PacketsRejected datagrams that did not decode or were refused,
 // TooLarge incoming packets dropped for exceeding Config.MaxPacket.
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
-	st.SRTT, st.RTTVar, st.RTO = s.rtt.SRTT(), s.rtt.RTTVar(), s.rto()
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(s.rtt.SRTT(), s.rtt.RTTVar(), s.rto(), s.cc)
 }
 
 // Capabilities reports packets of up to Config.MaxPacket bytes, ordered
@@ -476,17 +498,9 @@ func (s *Session) Capabilities() engine.Capabilities {
 // fail ends the session with err (nil for a graceful end).
 func (s *Session) fail(err error) {
 	s.st = stZombie
-	s.err = err
+	s.Fail(err)
 	s.ctl.Reset()
 	s.ackq = s.ackq[:0]
-}
-
-// lingerError is Err after Linger ran out.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unconfirmed", engine.ErrLingerTimeout, s.pending)
 }
 
 // rto is the retransmission timeout: srtt + max(4·rttvar, srtt/2, 1 ms),

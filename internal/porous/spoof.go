@@ -215,7 +215,7 @@ func (s *Session) watch(ch uint8, old uint32, blocked bool) {
 // early when that channel moved on since; fire then finds the true time
 // (stallCheck).
 func (s *Session) stallDue() (time.Time, bool) {
-	if s.stallAt.IsZero() || s.cfg.IdleTimeout <= 0 || s.recvShut {
+	if s.stallAt.IsZero() || s.cfg.IdleTimeout <= 0 || !s.RecvOpen() {
 		return time.Time{}, false
 	}
 	return s.stallAt.Add(s.cfg.IdleTimeout), true

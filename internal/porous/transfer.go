@@ -138,7 +138,7 @@ func (s *Session) writeData(buf []byte) int {
 		}
 		s.resendq.Pop()
 		n := s.encode(buf, f, nil)
-		s.stats.Retransmits++
+		s.Counters.Retransmits++
 		s.transmitted(f, n)
 		return n
 	}
@@ -401,11 +401,11 @@ func (s *Session) handleData(f *Frame) error {
 		s.ackq = append(s.ackq, k)
 		s.ackSorted = false
 		if len(f.Messages) > 0 {
-			s.stats.Duplicates++
+			s.Counters.Duplicates++
 		}
 		return nil
 	}
-	if s.recvShut && s.refuse(f) {
+	if !s.RecvOpen() && s.refuse(f) {
 		return nil
 	}
 	if len(s.ackq) >= maxAckQueue || !s.admit(f) {

@@ -96,10 +96,10 @@ func checkInvariants(t testing.TB, s *Session) {
 	if rx != s.rxBytes {
 		t.Fatalf("receive memory %d, counted %d", rx, s.rxBytes)
 	}
-	if s.recv.Len() != s.recvCost.Len() {
-		t.Fatalf("%d messages received, %d costs", s.recv.Len(), s.recvCost.Len())
+	if s.Inbox.Len() != s.recvCost.Len() {
+		t.Fatalf("%d messages received, %d costs", s.Inbox.Len(), s.recvCost.Len())
 	}
-	recv, msgs, costs := 0, s.recv.Clone(), s.recvCost.Clone()
+	recv, msgs, costs := 0, s.Inbox.Clone(), s.recvCost.Clone()
 	for m, ok := msgs.Take(); ok; m, ok = msgs.Take() {
 		c, _ := costs.Take()
 		recv += c.n

@@ -1,9 +1,6 @@
 package wirefox
 
 import (
-	"cmp"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -59,10 +56,6 @@ const (
 	// DefaultIdleTimeout ends a session without any datagram from the
 	// peer for that long.
 	DefaultIdleTimeout = 30 * time.Second
-	// DefaultLinger is the longest time spent in StateClosing.
-	DefaultLinger = 5 * time.Second
-	// DefaultMaxQueued bounds the messages pending.
-	DefaultMaxQueued = 1024
 	// DefaultMaxRecvBuffer bounds the memory held for reassembly and
 	// ordering (see Config.MaxRecvBuffer): 32 MiB, room for the small
 	// tails of tens of thousands of messages the reference sends ahead of
@@ -118,7 +111,7 @@ type Config struct {
 	MaxMessage int
 
 	// MaxQueued bounds the messages accepted by Send and not yet
-	// acknowledged (engine.ErrQueueFull); default DefaultMaxQueued.
+	// acknowledged (engine.ErrQueueFull); default engine.DefaultMaxQueued (1024).
 	MaxQueued int
 
 	// MaxRecvBuffer bounds the memory held for reassembly and for ORDERED
@@ -161,7 +154,7 @@ type Config struct {
 	// apart, then an error wrapping engine.ErrHandshakeTimeout.
 	HandshakeTimeout time.Duration
 
-	// Linger bounds StateClosing; default DefaultLinger.
+	// Linger bounds StateClosing; default engine.DefaultLinger (5 s).
 	Linger time.Duration
 
 	// Client makes this end send INITIAL_CLIENT (docs/protocols/wirefox.md
@@ -241,42 +234,4 @@ type Config struct {
 	// (packets sent and lost, metrics, state changes) and its challenges
 	// (package trace).
 	Tracer *trace.ConnTracer
-}
-
-var errConfig = errors.New("wirefox: invalid config")
-
-func (c Config) withDefaults() (Config, error) {
-	c.MaxDatagram = cmp.Or(c.MaxDatagram, MTU)
-	c.MaxMessage = cmp.Or(c.MaxMessage, MaxMessage)
-	c.MaxQueued = cmp.Or(c.MaxQueued, DefaultMaxQueued)
-	c.MaxRecvBuffer = cmp.Or(c.MaxRecvBuffer, max(DefaultMaxRecvBuffer, msgCost(c.MaxMessage)))
-	c.SendLimit = cmp.Or(c.SendLimit, DefaultSendLimit)
-	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
-	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
-	c.Linger = cmp.Or(c.Linger, DefaultLinger)
-	switch {
-	case c.Client && c.Accept:
-		return c, fmt.Errorf("%w: Client and Accept both set", errConfig)
-	case len(c.Channels) > MaxChannels:
-		return c, fmt.Errorf("%w: %d channels above %d", errConfig, len(c.Channels), MaxChannels)
-	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MTU:
-		return c, fmt.Errorf("%w: MaxDatagram %d outside %d..%d", errConfig, c.MaxDatagram, MinMaxDatagram, MTU)
-	case c.MaxMessage < 1 || c.MaxMessage > MaxMessage:
-		return c, fmt.Errorf("%w: MaxMessage %d outside 1..%d", errConfig, c.MaxMessage, MaxMessage)
-	case c.MaxQueued < 0 || c.MaxRecvBuffer < msgCost(c.MaxMessage):
-		return c, fmt.Errorf("%w: MaxQueued %d, MaxRecvBuffer %d", errConfig, c.MaxQueued, c.MaxRecvBuffer)
-	case (c.Identity != nil || c.ServerKey != nil) && !c.Encrypt,
-		c.Identity != nil && c.Client, c.ServerKey != nil && !c.Client:
-		return c, fmt.Errorf("%w: Identity is for an encrypting server, ServerKey for an encrypting client", errConfig)
-	case c.Encrypt && c.MaxDatagram-Overhead < MinMaxDatagram:
-		return c, fmt.Errorf("%w: MaxDatagram %d below %d with encryption", errConfig, c.MaxDatagram, MinMaxDatagram+Overhead)
-	case c.HandshakeTimeout < 0 || c.Linger < 0:
-		return c, fmt.Errorf("%w: negative timer", errConfig)
-	}
-	for i, m := range c.Channels {
-		if m > Sequenced {
-			return c, fmt.Errorf("%w: channel %d mode %d", errConfig, i+1, m)
-		}
-	}
-	return c, nil
 }

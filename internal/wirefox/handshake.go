@@ -68,8 +68,7 @@ func (s *Session) handleOOB(now time.Time, d *Datagram) error {
 			return errNotOpening
 		}
 		if s.discSent {
-			s.state = engine.StateClosed
-			s.err = s.lingerError()
+			s.Fail(engine.LingerError(s.pending))
 		}
 		return nil
 	case CmdPing, CmdAdvertisement:
@@ -114,7 +113,7 @@ func (s *Session) handleHandshake(now time.Time, h *Handshake) error {
 		if s.phase != phaseDone || !s.challenged(now, engine.ChallengeRestart) {
 			return nil
 		}
-		s.fail(engine.ErrPeerRestarted)
+		s.Fail(engine.ErrPeerRestarted)
 		return engine.ErrPeerRestarted
 	case h.Op == OpUnencryptedAck && h.PeerID == s.peerID && !s.cfg.Encrypt:
 		s.established(now)
@@ -154,7 +153,7 @@ func (s *Session) serverAuth(now time.Time, data []byte) error {
 		}
 		kx, err := GenerateKeyPair(s.rand)
 		if err != nil {
-			s.fail(err)
+			s.Fail(err)
 			return err
 		}
 		keys, err := ServerSessionKeys(kx, [KeySize]byte(data[1:]))
@@ -209,7 +208,7 @@ func (s *Session) clientHandshake(now time.Time, h *Handshake) error {
 		if s.cfg.Encrypt {
 			kx, err := GenerateKeyPair(s.rand)
 			if err != nil {
-				s.fail(err)
+				s.Fail(err)
 				return err
 			}
 			s.kx = kx
@@ -239,10 +238,10 @@ func (s *Session) clientHandshake(now time.Time, h *Handshake) error {
 		if s.authWant == AuthAuthentication && h.Data[0] == ResultIncompatibleSecurity {
 			// The server could not open our challenge: it is not the
 			// holder of Config.ServerKey's secret.
-			s.fail(ErrIncorrectRemoteIdentity)
+			s.Fail(ErrIncorrectRemoteIdentity)
 			return nil
 		}
-		s.fail(resultError(h.Data[0]))
+		s.Fail(resultError(h.Data[0]))
 		return nil
 	}
 	return errHandshake
@@ -275,19 +274,19 @@ func (s *Session) clientAuth(now time.Time, data []byte) error {
 		}
 		s.challenge = make([]byte, ChallengeSize)
 		if _, err := io.ReadFull(s.rand, s.challenge); err != nil {
-			s.fail(err)
+			s.Fail(err)
 			return err
 		}
 		sealed, err := SealChallenge(s.rand, s.cfg.ServerKey, s.challenge)
 		if err != nil {
-			s.fail(err)
+			s.Fail(err)
 			return err
 		}
 		s.authWant = AuthAuthentication
 		s.sendHandshake(now, OpAuthMsg, append([]byte{AuthAuthentication}, sealed...), true)
 	case data[0] == AuthAuthentication:
 		if subtle.ConstantTimeCompare(data[1:], s.challenge) != 1 {
-			s.fail(ErrIncorrectRemoteIdentity)
+			s.Fail(ErrIncorrectRemoteIdentity)
 			return nil
 		}
 		s.authDone(now)
@@ -366,13 +365,10 @@ func (s *Session) proves(acks []uint32) bool {
 // connected completes the handshake: the session is established.
 func (s *Session) connected(now time.Time) {
 	s.phase = phaseDone
-	if s.state == engine.StateHandshake {
-		s.state = engine.StateEstablished
+	s.Establish()
+	if s.State() == engine.StateClosing {
+		s.CloseAt = now // Linger counts from the end of the handshake
 	}
-	if s.state == engine.StateClosing {
-		s.closeAt = now // Linger counts from the end of the handshake
-	}
-	s.lastSend = now
 }
 
 // challenged reports whether an announcement of kind k may be acted on
@@ -380,12 +376,12 @@ func (s *Session) connected(now time.Time) {
 // before the session is established, or once a challenge ran out
 // unanswered. Starting one sends a probe at once.
 func (s *Session) challenged(now time.Time, k engine.ChallengeKind) bool {
-	if k == engine.ChallengeClose && !s.cfg.Challenge || s.state != engine.StateEstablished {
+	if k == engine.ChallengeClose && !s.cfg.Challenge || s.State() != engine.StateEstablished {
 		return true
 	}
 	act, started := s.chal.Ask(now, k, s.nextDgram, now.Add(s.challengeWait()))
 	if started {
-		s.stats.Challenges++
+		s.Counters.Challenges++
 		if !now.Before(s.lastKA.Add(s.probeInterval())) {
 			s.kaDue, s.lastKA = true, now
 		}

@@ -33,9 +33,11 @@ var (
 // address drops, without an error, a connected datagram that does not
 // acknowledge one of its probes (see the package doc).
 func (s *Session) HandleDatagram(now time.Time, b []byte) error {
-	if s.state == engine.StateClosed {
-		return engine.ErrClosed
-	}
+	return s.Input(func() error { return s.input(now, b) })
+}
+
+// input is HandleDatagram once open.
+func (s *Session) input(now time.Time, b []byte) error {
 	var err error
 	d := &s.dg
 	size := len(b)
@@ -56,13 +58,8 @@ func (s *Session) HandleDatagram(now time.Time, b []byte) error {
 	}
 	d.Data = nil
 	clear(s.pkts)
-	switch {
-	case err == nil || errors.Is(err, engine.ErrPeerRestarted):
-		s.stats.PacketsReceived++
-		s.stats.BytesReceived += uint64(size)
-		s.lastRecv = now
-	case errors.Is(err, engine.ErrMalformed) || errors.Is(err, engine.ErrRejected):
-		s.stats.PacketsRejected++
+	if err == nil || errors.Is(err, engine.ErrPeerRestarted) {
+		s.Heard(now, size)
 	}
 	return err
 }
@@ -141,7 +138,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		s.connected(now)
 	}
 	if s.dgHist.has(d.ID) {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		return nil
 	}
 	s.arrived(now, d.ID)
@@ -149,7 +146,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 	for _, id := range d.Acks {
 		if s.answers(id) {
 			s.chal.Answer(now, s.chal.Probe)
-			s.stats.SpoofsRefused++
+			s.Counters.SpoofsRefused++
 		}
 		if rtt, ok := s.ackDgram(now, id); ok {
 			sample = rtt
@@ -171,7 +168,7 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 			s.pace.naked()
 		}
 	}
-	if s.discSent || s.state == engine.StateClosed {
+	if s.discSent || s.State() == engine.StateClosed {
 		// After our DISCONNECT_REQUEST nothing more is taken or
 		// acknowledged, so that a challenge of it finds us gone; but the
 		// peer's own DISCONNECT_REQUEST, a close crossing ours, is
@@ -184,10 +181,14 @@ func (s *Session) handleLNK(now time.Time, d *Datagram) error {
 		}
 		return nil
 	}
-	// New packets are taken all or none while refusing: an ACK covers
+	// While SetRecvOpen(false) holds, or engine.MaxRecvQueue messages
+	// wait for Recv, a datagram carrying a packet not seen before is not
+	// acknowledged and its new packets are dropped (counted in
+	// Stats.Refused), so the peer resends them; its acknowledgements and
+	// NAKs are applied. New packets are taken all or none: an ACK covers
 	// the whole datagram, so no packet may be taken unacknowledged.
 	refused := false
-	if s.refusing() {
+	if s.Refusing() {
 		for i := range pkts {
 			if !s.pktHist.has(pkts[i].ID) {
 				s.refusePacket("receive queue full or closed")
@@ -316,15 +317,12 @@ func hasDisconnect(pkts []Packet) bool {
 	return false
 }
 
-// refusing reports whether new packets are refused now.
-func (s *Session) refusing() bool { return s.recvShut || s.recv.Len() >= maxRecvQueue }
-
 // takePacket processes one packet of an accepted datagram and reports
 // whether it was refused (not taken, so the datagram is not
 // acknowledged).
 func (s *Session) takePacket(now time.Time, p *Packet) (refused bool) {
 	if s.pktHist.has(p.ID) {
-		s.stats.Duplicates++
+		s.Counters.Duplicates++
 		return false
 	}
 	if p.Split() {
@@ -382,13 +380,13 @@ func (s *Session) answerClose() {
 	s.oob = append(s.oob, oobMsg{blob: []byte{CmdDisconnectAck}, plain: s.keys == nil})
 	s.failAfter = errGraceful
 	if s.pending > 0 {
-		s.failAfter = fmt.Errorf("%w: %d messages unacknowledged", engine.ErrPeerClosed, s.pending)
+		s.failAfter = engine.Unconfirmed(engine.ErrPeerClosed, s.pending)
 	}
 }
 
 // push queues a message for Recv.
 func (s *Session) push(ch uint8, opts byte, data []byte) {
 	if data != nil {
-		s.recv.Push(engine.Message{Data: data, Channel: ch, Reliable: opts&OptReliable != 0})
+		s.Inbox.Push(engine.Message{Data: data, Channel: ch, Reliable: opts&OptReliable != 0})
 	}
 }

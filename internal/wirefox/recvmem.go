@@ -64,11 +64,12 @@ func msgCost(n int) int {
 }
 
 // refusePacket counts a new packet refused at the memory bound (or while
-// refusing, see Session.refusing) in Stats.Refused, and logs the first of
-// a run of refusals at Debug: the packet's datagram is not acknowledged
-// and the peer sends it again. The run ends when a new packet is taken.
+// refusing, see engine.Lifecycle.Refusing) in Stats.Refused, and logs the
+// first of a run of refusals at Debug: the packet's datagram is not
+// acknowledged and the peer sends it again. The run ends when a new
+// packet is taken.
 func (s *Session) refusePacket(why string) {
-	s.stats.Refused++
+	s.Counters.Refused++
 	if s.refusedRun {
 		return
 	}
@@ -133,7 +134,7 @@ func (s *Session) reassemble(p *Packet) bool {
 	s.buffered -= r.cost
 	blob := r.assemble()
 	if r.tooLarge {
-		s.stats.TooLarge++
+		s.Counters.TooLarge++
 	}
 	if len(blob) == 0 || blob[0] < CmdUser {
 		blob = nil // dropped, but its sequence is passed

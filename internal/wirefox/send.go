@@ -24,12 +24,12 @@ import (
 // segments taken from the channels by deficit round robin, as many as
 // fit. Every datagram takes a new datagram ID.
 func (s *Session) Poll(now time.Time, buf []byte) int {
-	if s.state == engine.StateClosed || len(buf) < s.cfg.MaxDatagram {
+	if s.State() == engine.StateClosed || len(buf) < s.cfg.MaxDatagram {
 		return 0
 	}
 	s.now = now
-	s.timers(now)
-	if s.state == engine.StateClosed || s.cfg.ReferencePeer && now.Before(s.pace.next) {
+	s.applyTimers(now)
+	if s.State() == engine.StateClosed || s.cfg.ReferencePeer && now.Before(s.pace.next) {
 		return 0
 	}
 	if len(s.oob) > 0 {
@@ -40,10 +40,11 @@ func (s *Session) Poll(now time.Time, buf []byte) int {
 		s.oobID++
 		n = s.seal(buf, n, seal)
 		if len(s.oob) == 0 && s.failAfter != nil {
-			s.fail(s.failAfter)
-			if s.err == errGraceful {
-				s.err = nil
+			err := s.failAfter
+			if err == errGraceful {
+				err = nil
 			}
+			s.Fail(err)
 		}
 		return s.sent(now, n, -1)
 	}
@@ -77,7 +78,7 @@ const minPacket = 7
 // goes first instead: it probes as well, and a keepalive now would put
 // it off by another gap.
 func (s *Session) keepAliveDue() bool {
-	return s.kaDue && s.state != engine.StateClosed && !(s.cfg.ReferencePeer && s.hasData())
+	return s.kaDue && s.State() != engine.StateClosed && !(s.cfg.ReferencePeer && s.hasData())
 }
 
 // writeKeepAlive writes the keepalive (see Config.KeepAlive): a data
@@ -113,7 +114,7 @@ func (s *Session) seal(buf []byte, n int, seal bool) int {
 	}
 	nonce := (*[NonceSize]byte)(buf)
 	if _, err := io.ReadFull(s.rand, nonce[:]); err != nil {
-		s.fail(fmt.Errorf("wirefox: nonce: %w", err))
+		s.Fail(fmt.Errorf("wirefox: nonce: %w", err))
 		return 0
 	}
 	return len(SealDatagram(buf[:0], &s.keys.Tx, nonce, buf[Overhead:Overhead+n]))
@@ -135,50 +136,42 @@ var errGraceful = fmt.Errorf("wirefox: closed")
 // sent counts a datagram of n bytes (none when 0), connected datagram
 // dg or out-of-band (-1), and returns n.
 func (s *Session) sent(now time.Time, n int, dg int64) int {
-	if n > 0 {
-		s.stats.PacketsSent++
-		s.stats.BytesSent += uint64(n)
-		s.lastSend = now
-		if s.cfg.ReferencePeer {
-			s.pace.sent(now, dg, n)
-		}
+	if n > 0 && s.cfg.ReferencePeer {
+		s.pace.sent(now, dg, n)
 	}
-	return n
+	return s.Sent(n)
 }
 
-// timers applies the timers due at now.
-func (s *Session) timers(now time.Time) {
-	if s.state == engine.StateClosing && !now.Before(s.closeAt.Add(s.cfg.Linger)) {
-		s.fail(s.lingerError())
+// applyTimers applies the timers due at now.
+func (s *Session) applyTimers(now time.Time) {
+	if s.Linger(s.cfg.Linger).Due(now) {
+		s.Fail(engine.LingerError(s.pending))
+		return
+	}
+	if end := s.endAt(); end.Due(now) {
+		if end.Err == engine.ErrIdleTimeout && s.State() == engine.StateClosing && s.pending == 0 {
+			end.Err = nil // all acknowledged: the peer is gone, its DISCONNECT_ACK lost
+		}
+		s.Fail(end.Err)
 		return
 	}
 	if s.phase != phaseDone {
 		switch {
-		case s.cfg.HandshakeTimeout > 0 && !now.Before(s.hsStart.Add(s.cfg.HandshakeTimeout)):
-			s.fail(engine.ErrHandshakeTimeout)
 		case s.phase == phaseInitial && s.failAfter == nil && !now.Before(s.hsNext):
 			if s.hsSent >= HandshakeAttempts && s.cfg.HandshakeTimeout == 0 {
-				s.fail(fmt.Errorf("%w: wirefox: no answer after %d attempts", engine.ErrHandshakeTimeout, s.hsSent))
+				s.Fail(fmt.Errorf("%w: wirefox: no answer after %d attempts", engine.ErrHandshakeTimeout, s.hsSent))
 				return
 			}
 			s.sendAgain(now)
 		case s.phase == phaseProof && !now.Before(s.hsNext):
 			if s.hsSent >= proofAttempts {
-				s.fail(fmt.Errorf("%w: wirefox: the client acknowledged none of %d probes", engine.ErrHandshakeTimeout, s.hsSent))
+				s.Fail(fmt.Errorf("%w: wirefox: the client acknowledged none of %d probes", engine.ErrHandshakeTimeout, s.hsSent))
 				return
 			}
 			s.kaDue = true // the probe: see proves
 			s.hsSent++
 			s.hsNext = now.Add(proofInterval)
 		}
-		return
-	}
-	if s.cfg.IdleTimeout > 0 && !now.Before(s.lastRecv.Add(s.cfg.IdleTimeout)) {
-		if s.state == engine.StateClosing && s.pending == 0 {
-			s.fail(nil) // all acknowledged: the peer is gone, its DISCONNECT_ACK lost
-			return
-		}
-		s.fail(engine.ErrIdleTimeout)
 		return
 	}
 	s.nakGaps(now)
@@ -222,7 +215,7 @@ func (s *Session) timers(now time.Time) {
 	if lost {
 		s.updateCC(now, 0)
 	}
-	if s.state == engine.StateClosing && s.pending == 0 && !s.discSent && s.failAfter == nil && s.peerCloseAt.IsZero() {
+	if s.State() == engine.StateClosing && s.pending == 0 && !s.discSent && s.failAfter == nil && s.peerCloseAt.IsZero() {
 		s.discSent = true
 		m := &outMsg{blob: []byte{CmdDisconnectRequest}, opts: OptReliable, internal: true}
 		s.queue(m)
@@ -239,10 +232,10 @@ func (s *Session) timers(now time.Time) {
 // the last keepalive, so that an end that hears from its peer never sends
 // one (the peer's keepalives, answered at once, keep both alive).
 func (s *Session) keepAliveAt() (time.Time, bool) {
-	if s.state != engine.StateEstablished {
+	if s.State() != engine.StateEstablished {
 		return time.Time{}, false
 	}
-	return engine.KeepAliveAt(s.cfg.KeepAlive, s.lastRecv, s.lastKA)
+	return engine.KeepAliveAt(s.cfg.KeepAlive, s.LastRecv, s.lastKA)
 }
 
 // timeoutAt is when packet p, in flight, is resent by timeout: the
@@ -326,7 +319,7 @@ func (s *Session) ackDue() (time.Time, bool) {
 	switch {
 	case n == 0:
 		return time.Time{}, false
-	case n > ackThreshold || s.state == engine.StateClosing:
+	case n > ackThreshold || s.State() == engine.StateClosing:
 		return s.now, true
 	}
 	return s.owedSince.Add(ackDelay), true
@@ -413,7 +406,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 		rec.packets = append(rec.packets, p)
 		if p.sends > 1 {
 			resend = true
-			s.stats.Retransmits++
+			s.Counters.Retransmits++
 		}
 	}
 	for s.dueQ.Len() > 0 {
@@ -427,7 +420,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 			break
 		}
 		if s.cfg.SendLimit > 0 && p.sends >= s.cfg.SendLimit {
-			s.fail(fmt.Errorf("%w: wirefox: packet %d unacknowledged after %d sends", engine.ErrRetransmitLimit, p.id, p.sends))
+			s.Fail(fmt.Errorf("%w: wirefox: packet %d unacknowledged after %d sends", engine.ErrRetransmitLimit, p.id, p.sends))
 			return 0
 		}
 		s.dueQ.Pop()
@@ -455,7 +448,7 @@ func (s *Session) sendData(now time.Time, buf []byte) int {
 			s.nextPkt++
 		}
 		if i == 0 && !m.internal {
-			s.stats.MessagesSent++
+			s.Counters.MessagesSent++
 		}
 		p := &outPkt{msg: m, index: i, id: s.nextPkt}
 		s.nextPkt++
@@ -564,12 +557,4 @@ func (s *Session) oldestUnacked() uint32 {
 		s.byID.Pop()
 	}
 	return (*s.byID.Front()).id
-}
-
-// lingerError is Err after Linger ran out with messages pending.
-func (s *Session) lingerError() error {
-	if s.pending == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d messages unacknowledged", engine.ErrLingerTimeout, s.pending)
 }

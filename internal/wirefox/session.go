@@ -1,8 +1,8 @@
 package wirefox
 
 import (
+	"cmp"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -48,9 +48,6 @@ const (
 	// timeout resends what it carried).
 	maxOwedAcks = 4096
 	maxOwedNaks = 1024
-	// maxRecvQueue bounds the messages waiting for Recv; beyond it new
-	// packets are refused as with SetRecvOpen(false).
-	maxRecvQueue = 4096
 	// packetWindow bounds the packet IDs between the oldest
 	// unacknowledged and the next: half the receiver's history.
 	packetWindow = historySize / 2
@@ -112,12 +109,12 @@ type sentDgram struct {
 }
 
 // Session is one end of one Wirefox connection: a sans-I/O state machine
-// implementing engine.Engine. It is not safe for concurrent use.
+// implementing engine.Engine. It is not safe for concurrent use. Its Err
+// is listed in the package doc.
 type Session struct {
-	cfg   Config
-	err   error
-	now   time.Time
-	state engine.State
+	cfg Config
+	engine.Lifecycle
+	now time.Time
 
 	// Small fields together, to keep a Session in its allocation size
 	// class (TestSessionSize).
@@ -126,7 +123,6 @@ type Session struct {
 	kaDue      bool  // a keepalive is due
 	discSent   bool  // DISCONNECT_REQUEST queued
 	gotFirst   bool  // a connected datagram arrived
-	recvShut   bool  // SetRecvOpen(false)
 	refusedRun bool  // the last new packet was refused (logged once per run)
 	oobID      uint32
 
@@ -134,14 +130,10 @@ type Session struct {
 	peerID      uint64 // the peer's PeerID, once known
 	hsSent      int    // handshake messages sent (attempts)
 	hsNext      time.Time
-	hsStart     time.Time
-	hsLast      oobMsg   // the last handshake message sent, sent again on a repeat
-	oob         []oobMsg // out-of-band blobs due
-	failAfter   error    // set: fail once the out-of-band blobs are out
-	lastSend    time.Time
-	lastRecv    time.Time
+	hsLast      oobMsg    // the last handshake message sent, sent again on a repeat
+	oob         []oobMsg  // out-of-band blobs due
+	failAfter   error     // set: fail once the out-of-band blobs are out
 	lastKA      time.Time // when the last keepalive was due
-	closeAt     time.Time
 	peerCloseAt time.Time // the peer's DISCONNECT_REQUEST waits for our last ACKs until then
 
 	// Encryption (docs/protocols/wirefox.md §1.7, §3.8).
@@ -182,13 +174,11 @@ type Session struct {
 	// Receiving.
 	dgHist, pktHist history
 	reasm           map[uint32]*reassembly
-	buffered        int // footprint of reassembly and held ORDERED messages (see recvmem.go)
-	recv            engine.FIFO[engine.Message]
+	buffered        int      // footprint of reassembly and held ORDERED messages (see recvmem.go)
 	pkts            []Packet // scratch
 	dg              Datagram // scratch
 
-	chal  engine.Challenge
-	stats engine.Stats
+	chal engine.Challenge
 }
 
 // channel is what a Session keeps for one channel, in one allocation for
@@ -200,6 +190,40 @@ type channel struct {
 	txSeq   uint32               // next sequence to send
 	rxNext  uint32               // ORDERED / SEQUENCED: next sequence expected
 	listed  bool                 // in Session.active
+}
+
+// withDefaults returns c with defaults filled in, or an error for values
+// that cannot be honoured.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxDatagram = cmp.Or(c.MaxDatagram, MTU)
+	c.MaxMessage = cmp.Or(c.MaxMessage, MaxMessage)
+	c.MaxQueued = cmp.Or(c.MaxQueued, engine.DefaultMaxQueued)
+	c.MaxRecvBuffer = cmp.Or(c.MaxRecvBuffer, max(DefaultMaxRecvBuffer, msgCost(c.MaxMessage)))
+	c.SendLimit = cmp.Or(c.SendLimit, DefaultSendLimit)
+	c.KeepAlive = cmp.Or(c.KeepAlive, DefaultKeepAlive)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.Linger = cmp.Or(c.Linger, engine.DefaultLinger)
+	switch {
+	case len(c.Channels) > MaxChannels:
+		return c, engine.ConfigError("wirefox", "%d channels above %d", len(c.Channels), MaxChannels)
+	case c.MaxDatagram < MinMaxDatagram || c.MaxDatagram > MTU:
+		return c, engine.ConfigError("wirefox", "MaxDatagram %d outside %d..%d", c.MaxDatagram, MinMaxDatagram, MTU)
+	case c.MaxMessage < 1 || c.MaxMessage > MaxMessage:
+		return c, engine.ConfigError("wirefox", "MaxMessage %d outside 1..%d", c.MaxMessage, MaxMessage)
+	case c.MaxRecvBuffer < msgCost(c.MaxMessage):
+		return c, engine.ConfigError("wirefox", "MaxRecvBuffer %d", c.MaxRecvBuffer)
+	case (c.Identity != nil || c.ServerKey != nil) && !c.Encrypt,
+		c.Identity != nil && c.Client, c.ServerKey != nil && !c.Client:
+		return c, engine.ConfigError("wirefox", "Identity is for an encrypting server, ServerKey for an encrypting client")
+	case c.Encrypt && c.MaxDatagram-Overhead < MinMaxDatagram:
+		return c, engine.ConfigError("wirefox", "MaxDatagram %d below %d with encryption", c.MaxDatagram, MinMaxDatagram+Overhead)
+	}
+	for i, m := range c.Channels {
+		if m > Sequenced {
+			return c, engine.ConfigError("wirefox", "channel %d mode %d", i+1, m)
+		}
+	}
+	return c, engine.CheckConfig("wirefox", c.Client, c.Accept, c.MaxQueued, c.HandshakeTimeout, c.Linger)
 }
 
 // New returns a session created at now in StateHandshake: a client's
@@ -214,23 +238,17 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	if r == nil {
 		r = rand.Reader
 	}
-	if cfg.PeerID == 0 {
-		var b [8]byte
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("wirefox: PeerID: %w", err)
-		}
-		cfg.PeerID = binary.BigEndian.Uint64(b[:])
+	if err := engine.DrawID(r, &cfg.PeerID); err != nil {
+		return nil, fmt.Errorf("wirefox: PeerID: %w", err)
 	}
 	n := 1 + len(cfg.Channels)
 	s := &Session{
-		cfg:      cfg,
-		rand:     r,
-		now:      now,
-		hsStart:  now,
-		lastRecv: now,
-		lastSend: now,
-		chans:    make([]channel, n),
-		chal:     engine.Challenge{Tracer: cfg.Tracer},
+		cfg:       cfg,
+		Lifecycle: engine.NewLifecycle(now),
+		rand:      r,
+		now:       now,
+		chans:     make([]channel, n),
+		chal:      engine.Challenge{Tracer: cfg.Tracer},
 		cc: congestion.New(now, congestion.Config{
 			Algorithm:   cfg.Congestion,
 			MaxDatagram: cfg.MaxDatagram,
@@ -264,11 +282,11 @@ func New(now time.Time, cfg Config) (*Session, error) {
 // (CongestionControl::NotifyReceivedDatagram and SequenceGreaterThan,
 // source/CongestionControl.cpp); docs/protocols/wirefox.md §3.3.
 func firstDgramID(r io.Reader) (uint32, error) {
-	var b [4]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	var id uint32
+	if err := engine.DrawID(r, &id); err != nil {
 		return 0, fmt.Errorf("wirefox: datagram ID: %w", err)
 	}
-	id := binary.BigEndian.Uint32(b[:]) | 1<<31
+	id |= 1 << 31
 	if id == 1<<31 {
 		id++ // 0x80000000 is half the ID space ahead of 0 at the reference
 	}
@@ -300,7 +318,7 @@ func (s *Session) mode(ch uint8) ChannelMode {
 //   - engine.ErrQueueFull when Config.MaxQueued messages are pending.
 func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	switch {
-	case s.state == engine.StateClosing || s.state == engine.StateClosed || !s.peerCloseAt.IsZero() || s.failAfter != nil:
+	case s.State() >= engine.StateClosing || !s.peerCloseAt.IsZero() || s.failAfter != nil:
 		return engine.ErrClosed
 	case len(p) == 0:
 		return engine.ErrEmptyMessage
@@ -358,24 +376,6 @@ func (s *Session) done(m *outMsg) {
 	s.pendBytes -= len(m.blob)
 }
 
-// Recv returns the next delivered message: Data is the blob (command byte
-// first, always CmdUser or above), Channel its channel and Reliable its
-// RELIABLE option.
-func (s *Session) Recv() (engine.Message, bool) {
-	m, ok := s.recv.Take()
-	if ok {
-		s.stats.MessagesRecv++
-	}
-	return m, ok
-}
-
-// SetRecvOpen opens or closes the session to new messages (see
-// engine.Engine): while closed, a datagram carrying a packet not seen
-// before is not acknowledged and its new packets are dropped (counted in
-// Stats.Refused), so the peer resends them; its acknowledgements and
-// NAKs are applied.
-func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
-
 // Close begins a graceful close at now. A session still in its handshake
 // with nothing pending closes at once. Otherwise it enters StateClosing: Send is refused,
 // pending messages are still sent, then a reliable DISCONNECT_REQUEST
@@ -383,27 +383,10 @@ func (s *Session) SetRecvOpen(open bool) { s.recvShut = !open }
 // the peer's DISCONNECT_ACK arrives, or when Config.Linger runs out (Err
 // wraps engine.ErrLingerTimeout if messages were left).
 func (s *Session) Close(now time.Time) {
-	switch s.state {
-	case engine.StateHandshake:
-		if s.pending == 0 {
-			s.state = engine.StateClosed
-			return
-		}
-	case engine.StateEstablished:
-	default:
-		return
+	if s.BeginClose(now, s.pending == 0) {
+		s.now = now
 	}
-	s.now = now
-	s.state = engine.StateClosing
-	s.closeAt = now
 }
-
-// State returns the lifecycle state.
-func (s *Session) State() engine.State { return s.state }
-
-// Err returns why the session ended (see the package doc), nil while open
-// and after a graceful close.
-func (s *Session) Err() error { return s.err }
 
 // Pending returns the messages accepted by Send not yet acknowledged
 // (reliable) or sent (unreliable).
@@ -417,16 +400,15 @@ func (s *Session) SendRoom(uint8) int { return engine.SendRoom(s.pendBytes, s.cc
 // samples, RTTVar their spread (max − min), RTO the reference's timeout
 // (docs/protocols/wirefox.md §3.4).
 func (s *Session) Stats() engine.Stats {
-	st := s.stats
 	avg, lo, hi := s.rttStats()
-	st.SRTT, st.RTTVar, st.RTO = avg, hi-lo, s.rto()
-	st.Congestion = s.cc.Stats()
-	return st
+	return s.Snapshot(avg, hi-lo, s.rto(), s.cc)
 }
 
 // Capabilities reports 1 + len(Config.Channels) channels, reliable and
 // unreliable messages up to Config.MaxMessage bytes (command byte
-// included), in order on ORDERED channels.
+// included), in order on ORDERED channels. Recv gives a message's blob
+// as its Data (command byte first, always CmdUser or above), its channel
+// and its RELIABLE option as Reliable.
 func (s *Session) Capabilities() engine.Capabilities {
 	ordered := false
 	for _, m := range s.cfg.Channels {
@@ -461,7 +443,7 @@ func (s *Session) Trim() {
 	}
 	s.dueQ.Trim()
 	s.dgOrder.Trim()
-	s.recv.Trim()
+	s.Inbox.Trim()
 	s.pkts = nil
 	s.prevAcks, s.ackScratch = nil, nil
 	s.cc.Trim()
@@ -476,12 +458,6 @@ func (s *Session) Trim() {
 	if len(s.reasm) == 0 {
 		s.reasm = nil
 	}
-}
-
-// fail ends the session with err.
-func (s *Session) fail(err error) {
-	s.state = engine.StateClosed
-	s.err = err
 }
 
 // rttStats returns the average, minimum and maximum of the RTT samples.

@@ -14,62 +14,68 @@ import (
 // and new data held back by the reference's window waits for the oldest
 // datagram counted in flight to expire (or for an ACK, which calls for a
 // new Deadline). Zero in StateClosed.
-func (s *Session) Deadline() time.Time {
-	if s.state == engine.StateClosed {
-		return time.Time{}
-	}
-	var d time.Time
-	earliest := func(t time.Time, ok bool) {
-		if ok && (d.IsZero() || t.Before(d)) {
-			d = t
-		}
-	}
-	if s.state == engine.StateClosing {
-		earliest(s.closeAt.Add(s.cfg.Linger), true)
-		earliest(s.now, s.pending == 0 && !s.discSent)
-	}
-	earliest(s.paced(s.now), len(s.oob) > 0)
+func (s *Session) Deadline() time.Time { return s.Lifecycle.Deadline(s.endAt(), s.deadline) }
+
+// deadline is the earliest of the timers other than endAt.
+func (s *Session) deadline() time.Time {
+	var d engine.Earliest
+	d.Add(s.now, s.State() == engine.StateClosing && s.pending == 0 && !s.discSent)
+	d.Add(s.paced(s.now), len(s.oob) > 0)
 	if s.phase != phaseDone {
-		earliest(s.hsStart.Add(s.cfg.HandshakeTimeout), s.cfg.HandshakeTimeout > 0)
-		earliest(s.hsNext, s.phase == phaseInitial && s.failAfter == nil || s.phase == phaseProof)
-		earliest(s.paced(s.now), s.kaDue)
-		return d
+		d.Add(s.hsNext, s.phase == phaseInitial && s.failAfter == nil || s.phase == phaseProof)
+		d.Add(s.paced(s.now), s.kaDue)
+		return d.Time()
 	}
-	earliest(s.lastRecv.Add(s.cfg.IdleTimeout), s.cfg.IdleTimeout > 0)
-	earliest(s.chal.Until, s.chal.Running())
-	earliest(s.lastKA.Add(s.probeInterval()), s.chal.Running())
+	d.Add(s.chal.Until, s.chal.Running())
+	d.Add(s.lastKA.Add(s.probeInterval()), s.chal.Running())
 	if !s.peerCloseAt.IsZero() {
-		earliest(s.peerCloseAt, s.pending > 0)
-		earliest(s.now, s.pending == 0)
+		d.Add(s.peerCloseAt, s.pending > 0)
+		d.Add(s.now, s.pending == 0)
 	}
 	if at, ok := s.ackDue(); ok {
-		earliest(s.paced(at), true)
+		d.Add(s.paced(at), true)
 	}
 	if len(s.gaps) > 0 && int32(s.expected-1-s.gaps[0].id) >= reorderDistance {
-		earliest(s.gaps[0].since.Add(s.reorderDelay()), true)
+		d.Add(s.gaps[0].since.Add(s.reorderDelay()), true)
 	}
 	if s.hasData() {
 		t := s.cc.NextSend(s.now, s.cfg.MaxDatagram)
 		if s.cfg.ReferencePeer && !t.IsZero() && t.Before(s.pace.dataNext) {
 			t = s.pace.dataNext
 		}
-		earliest(s.paced(t), !t.IsZero())
+		d.Add(s.paced(t), !t.IsZero())
 	} else if s.cfg.ReferencePeer && s.active.Len() > 0 && !s.windowFull() {
 		avg, _, _ := s.rttStats()
-		earliest(s.pace.expiresAt(avg)) // the window's room opens
+		d.Add(s.pace.expiresAt(avg)) // the window's room opens
 	}
 	if p := s.inflight.head; p != nil {
-		earliest(s.timeoutAt(p), true)
+		d.Add(s.timeoutAt(p), true)
 	}
 	for s.dgOrder.Len() > 0 && s.dgrams[*s.dgOrder.Front()] == nil {
 		s.dgOrder.Pop()
 	}
 	if s.dgOrder.Len() > 0 {
-		earliest(s.cc.LostAt(&s.dgrams[*s.dgOrder.Front()].cc, s.smoothed()))
+		d.Add(s.cc.LostAt(&s.dgrams[*s.dgOrder.Front()].cc, s.smoothed()))
 	}
-	earliest(s.keepAliveAt())
-	earliest(s.paced(s.now), s.keepAliveDue())
-	return d
+	d.Add(s.keepAliveAt())
+	d.Add(s.paced(s.now), s.keepAliveDue())
+	return d.Time()
+}
+
+// endAt returns the timers that end the session by themselves: Linger,
+// which applyTimers applies before the others; the handshake timeout
+// until the handshake is done, then the idle timeout. Deadline and
+// applyTimers both read them.
+func (s *Session) endAt() (end engine.End) {
+	end.Join(s.Linger(s.cfg.Linger))
+	switch {
+	case s.phase != phaseDone && s.cfg.HandshakeTimeout > 0:
+		// Also while closing: Linger counts from the end of the handshake.
+		end.Add(s.Created.Add(s.cfg.HandshakeTimeout), engine.ErrHandshakeTimeout)
+	case s.phase == phaseDone:
+		end.Join(s.IdleTimeout(s.cfg.IdleTimeout))
+	}
+	return end
 }
 
 // paced returns t, or with Config.ReferencePeer the next write cycle if
