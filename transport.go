@@ -39,7 +39,7 @@ type Transport struct {
 	Config *Config
 
 	once sync.Once
-	err  error // an invalid Config, or a Transport without Conn
+	err  error   // an invalid Config, or a Transport without Conn
 	cfg  *Config // Config resolved
 	ep   *socket.Endpoint
 
