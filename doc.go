@@ -13,8 +13,17 @@
 //
 // Message conns (MessageConn) speak a protocol's own messages on the wire,
 // with nothing added, so they interoperate with other implementations of
-// that protocol. DialMessages, ListenMessages, ClientMessages and
-// ServerMessages make them.
+// that protocol. DialMessages, MessageDialer, ListenMessages,
+// ClientMessages and ServerMessages make them.
+//
+// # One socket, many conns
+//
+// A Transport is one net.PacketConn on which a program accepts and dials
+// streams and message conns at once, to any number of peers: dialing from
+// the port it listens on is how peers behind NATs reach each other (UDP
+// hole punching; two Transports dialing each other at once settle which
+// is the server). The top-level listeners are each the one listener of a
+// Transport of their own.
 //
 // # Protocols
 //

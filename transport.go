@@ -23,6 +23,9 @@ import (
 // mapping and, with endpoint-independent mapping, the address learnt
 // elsewhere is the one other peers reach (UDP hole punching).
 //
+// A Transport holds one conn per remote address: a peer that dialed this
+// end, and this end's dial to that peer, share one conn (see Dial).
+//
 // One Config (nil: defaults) applies to every conn; its Protocol is the
 // Transport's. Listener-side hardening (Backlog, the amplification limit
 // towards unvalidated addresses, challenges of spoofable restarts and
@@ -145,8 +148,12 @@ func listenTransport[T acceptable](t *Transport, slot *newPeerFn, stream bool,
 
 // Dial opens a stream to the rudp peer at raddr (a Transport listening for
 // streams, or a Listener) and completes the handshake before ctx ends and
-// within Config.HandshakeTimeout. Errors are as for Dialer.DialContext,
-// and one if raddr already has a conn on the Transport.
+// within Config.HandshakeTimeout. If the peer dialed this end first and
+// Accept has not returned its conn yet, Dial returns that conn instead;
+// if both dial at once, one end becomes the server of the handshake
+// (simultaneous open, see crossing in the source and the README's
+// Transport section). Errors are as for Dialer.DialContext, and one if
+// raddr already has a conn on the Transport that Accept returned.
 func (t *Transport) Dial(ctx context.Context, raddr net.Addr) (*Conn, error) {
 	return dialTransport(ctx, t, raddr, true, newConn)
 }
