@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -443,7 +444,8 @@ func (s *Session) Capabilities() engine.Capabilities {
 
 // Trim frees the empty queues and histories' slack kept for traffic, the
 // duplicate histories' bitmaps (8 KiB each) where every ID they cover
-// counts as seen (see history.trim), the empty maps, the congestion
+// counts as seen (see history.trim), the ID lists' room beyond what a
+// keepalive exchange needs (see shrink), the empty maps, the congestion
 // controller's model and, with Config.ReferencePeer, the record of
 // datagrams in flight once none is left.
 func (s *Session) Trim() {
@@ -463,7 +465,9 @@ func (s *Session) Trim() {
 	s.dgOrder.Trim()
 	s.recv.Trim()
 	s.pkts = nil
-	s.prevAcks, s.ackScratch = nil, nil
+	s.owedAcks, s.owedNaks, s.prevAcks = shrink(s.owedAcks), shrink(s.owedNaks), shrink(s.prevAcks)
+	s.ackScratch, s.gaps = shrink(s.ackScratch[:0]), shrink(s.gaps)
+	s.dg.Acks, s.dg.Naks = shrink(s.dg.Acks[:0]), shrink(s.dg.Naks[:0])
 	s.cc.Trim()
 	if s.pace != nil && s.pace.head == len(s.pace.recs) {
 		s.pace.recs, s.pace.head = nil, 0
@@ -476,6 +480,25 @@ func (s *Session) Trim() {
 	if len(s.reasm) == 0 {
 		s.reasm = nil
 	}
+}
+
+// idleIDs is the room an ID list keeps through Trim: what an idle
+// stream's keepalive exchange uses (the probe's ID, and with
+// Config.RepeatAcks the previous one's again), so that it allocates
+// nothing.
+const idleIDs = 2
+
+// shrink returns l, or, when it has room for more elements than it
+// holds and than idleIDs, a copy without that room (nil when empty):
+// what a transfer grew is given back.
+func shrink[T any](l []T) []T {
+	if cap(l) <= max(len(l), idleIDs) {
+		return l
+	}
+	if len(l) == 0 {
+		return nil
+	}
+	return slices.Clip(append([]T(nil), l...))
 }
 
 // fail ends the session with err.
