@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -130,10 +131,10 @@ type Session struct {
 	recvShut   bool  // SetRecvOpen(false)
 	refusedRun bool  // the last new packet was refused (logged once per run)
 	oobID      uint32
+	hsSent     uint32 // handshake messages sent (attempts; docs/protocols/wirefox.md §3.2)
 
 	// Handshake (docs/protocols/wirefox.md §3.2).
 	peerID      uint64 // the peer's PeerID, once known
-	hsSent      int    // handshake messages sent (attempts)
 	hsNext      time.Time
 	hsStart     time.Time
 	hsLast      oobMsg   // the last handshake message sent, sent again on a repeat
@@ -145,12 +146,10 @@ type Session struct {
 	closeAt     time.Time
 	peerCloseAt time.Time // the peer's DISCONNECT_REQUEST waits for our last ACKs until then
 
-	// Encryption (docs/protocols/wirefox.md §1.7, §3.8).
-	rand      io.Reader
-	kx        KeyPair      // client: its key-exchange pair
-	keys      *SessionKeys // set: every datagram but those marked plain is sealed and opened
-	challenge []byte       // client: the identity challenge sent
-	rxBuf     []byte       // opened datagrams
+	// Encryption (docs/protocols/wirefox.md §1.7, §3.8); Config.Rand is
+	// set.
+	keys  *SessionKeys // set: every datagram but those marked plain is sealed and opened
+	crypt *cryptoState // with Config.Encrypt, once needed
 
 	// Sending (docs/protocols/wirefox.md §3.4).
 	nextDgram uint32
@@ -164,10 +163,9 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
-	pace      *refPacer // with Config.ReferencePeer
-	rtts      [rttSamples]time.Duration
+	pace      *refPacer          // with Config.ReferencePeer
+	rtts      [rttSamples]uint32 // nanoseconds, at most math.MaxUint32 (see sample)
 	nrtt      int
-	lastRTT   time.Duration
 	pending   int
 	pendBytes int
 
@@ -192,6 +190,22 @@ type Session struct {
 	stats engine.Stats
 }
 
+// cryptoState is what an encrypted session keeps besides its keys, made
+// when first needed, so that an unencrypted one keeps none of it.
+type cryptoState struct {
+	kx        KeyPair // client: its key-exchange pair
+	challenge []byte  // client: the identity challenge sent
+	rxBuf     []byte  // opened datagrams
+}
+
+// cryptoOf returns s.crypt, made if needed.
+func (s *Session) cryptoOf() *cryptoState {
+	if s.crypt == nil {
+		s.crypt = new(cryptoState)
+	}
+	return s.crypt
+}
+
 // channel is what a Session keeps for one channel, in one allocation for
 // all: every idle stream keeps its channels.
 type channel struct {
@@ -211,10 +225,10 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := cfg.Rand
-	if r == nil {
-		r = rand.Reader
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
 	}
+	r := cfg.Rand
 	if cfg.PeerID == 0 {
 		var b [8]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
@@ -225,7 +239,6 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	n := 1 + len(cfg.Channels)
 	s := &Session{
 		cfg:      cfg,
-		rand:     r,
 		now:      now,
 		hsStart:  now,
 		lastRecv: now,
@@ -513,11 +526,11 @@ func (s *Session) rttStats() (avg, lo, hi time.Duration) {
 	if n == 0 {
 		return 0, 0, 0
 	}
-	lo, hi = s.rtts[0], s.rtts[0]
+	lo, hi = time.Duration(s.rtts[0]), time.Duration(s.rtts[0])
 	var sum time.Duration
 	for _, r := range s.rtts[:n] {
-		sum += r
-		lo, hi = min(lo, r), max(hi, r)
+		sum += time.Duration(r)
+		lo, hi = min(lo, time.Duration(r)), max(hi, time.Duration(r))
 	}
 	return sum / time.Duration(n), lo, hi
 }
@@ -532,9 +545,9 @@ func (s *Session) rto() time.Duration {
 	return 2*avg + 4*(hi-lo) + rtoSlack
 }
 
-// sample takes an RTT sample.
+// sample takes an RTT sample: one above math.MaxUint32 ns (4.29 s)
+// counts as that, beyond any path a stream or the reference runs on.
 func (s *Session) sample(rtt time.Duration) {
-	s.rtts[s.nrtt%rttSamples] = rtt
+	s.rtts[s.nrtt%rttSamples] = uint32(min(max(rtt, 0), math.MaxUint32))
 	s.nrtt++
-	s.lastRTT = rtt
 }
