@@ -455,12 +455,13 @@ func (s *Session) Capabilities() engine.Capabilities {
 	}
 }
 
-// Trim frees the empty queues and histories' slack kept for traffic, the
-// duplicate histories' bitmaps (8 KiB each) where every ID they cover
-// counts as seen (see history.trim), the ID lists' room beyond what a
-// keepalive exchange needs (see shrink), the empty maps, the congestion
-// controller's model and, with Config.ReferencePeer, the record of
-// datagrams in flight once none is left.
+// Trim frees the empty queues (the out-of-band messages' included) and
+// histories' slack kept for traffic, the duplicate histories' bitmaps
+// (8 KiB each) where every ID they cover counts as seen (see
+// history.trim), the ID lists' room beyond what a keepalive exchange
+// needs (see shrink), the empty maps, the congestion controller's model
+// and, with Config.ReferencePeer, the record of datagrams in flight once
+// none is left.
 func (s *Session) Trim() {
 	if s.unackedN == 0 {
 		s.byID = engine.FIFO[*outPkt]{} // only acknowledged packets, popped lazily
@@ -473,6 +474,9 @@ func (s *Session) Trim() {
 		if len(c.held) == 0 {
 			c.held = nil
 		}
+	}
+	if len(s.oob) == 0 {
+		s.oob = nil // the array that held the handshake's messages
 	}
 	s.dueQ.Trim()
 	s.dgOrder.Trim()
