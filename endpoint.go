@@ -33,6 +33,7 @@ type endpoint struct {
 
 	mu       sync.Mutex
 	assocs   map[addrKey]*assoc
+	peak     int // the most entries assocs has held (see remove)
 	refs     int
 	newPeer  func(p []byte, from net.Addr, now time.Time) // nil: datagrams from unknown peers are dropped
 	readErr  error                                        // why the reader stopped
@@ -236,15 +237,27 @@ func (ep *endpoint) add(a *assoc) bool {
 		return false
 	}
 	ep.assocs[a.key] = a
+	ep.peak = max(ep.peak, len(ep.assocs))
 	ep.refs++
 	return true
 }
 
-// remove unregisters a and drops its reference.
+// shrinkPeak is the least peak of entries whose room remove gives back.
+const shrinkPeak = 64
+
+// remove unregisters a and drops its reference. A Go map keeps the room
+// it grew to: once its entries fall to a quarter of their peak (of at
+// least shrinkPeak), the associations move to a new map, so that a
+// listener whose conns ended keeps only what its live ones need.
 func (ep *endpoint) remove(a *assoc) {
 	ep.mu.Lock()
 	if ep.assocs[a.key] == a {
 		delete(ep.assocs, a.key)
+	}
+	if n := len(ep.assocs); ep.peak >= shrinkPeak && n <= ep.peak/4 {
+		m := make(map[addrKey]*assoc, n)
+		maps.Copy(m, ep.assocs)
+		ep.assocs, ep.peak = m, n
 	}
 	ep.mu.Unlock()
 	ep.release()
