@@ -1289,14 +1289,15 @@ func TestHostileMutation(t *testing.T) {
 
 // TestHostileIdleCost: 1,000 idle streams, and the heap each costs the
 // listener's process once idle (receive and send buffers, the congestion
-// controllers' models and the handshake timers freed); the clients run in
-// a child process. The figure is 1.4–3.9 KB on a quiet run, but other
-// tests' conns that end while it is measured move the process's heap by
-// up to about 4 KB a stream (5.9 KB was seen once for Airhook, 2.1 KB
-// typical), so the bound is 8 KiB: it catches buffers or models kept by
-// idle streams (40–56 KiB each before trimming), while the 4 KiB target
-// is checked at 10,000 streams, in a process of their own, by
-// bench/cmd/hostile.
+// controllers' models, the handshake timers and the deadlines freed); the
+// clients run in a child process. The figure is 1.4–3.9 KB on a quiet
+// run, but other tests' conns that end while it is measured move the
+// process's heap by up to about 4 KB a stream (5.9 KB was seen once for
+// Airhook, 2.1 KB typical), so the bound is 8 KiB: it catches buffers or
+// models kept by idle streams (40–56 KiB each before trimming), while the
+// 4 KiB target is checked at 10,000 streams, in a process of their own,
+// by bench/cmd/hostile. Wirefox's bound is that target: its streams
+// cost 3.3–3.6 KB here, 1,536 bytes of it the engine's Session.
 func TestHostileIdleCost(t *testing.T) {
 	if raceEnabled {
 		t.Skip("heap figures are measured without the race detector: go test -run 'Allocs|IdleCost' .")
@@ -1306,7 +1307,11 @@ func TestHostileIdleCost(t *testing.T) {
 		t.Run(hp.String(), func(t *testing.T) {
 			perStream := idleHeap(t, hp.Protocol, n)
 			t.Logf("%v: %d bytes of heap per idle stream", hp, perStream)
-			require.Less(t, perStream, 8<<10)
+			bound := 8 << 10
+			if hp.Protocol == Wirefox {
+				bound = 4 << 10 // the Wirefox target: its Session fits 1,536 bytes
+			}
+			require.Less(t, perStream, bound)
 		})
 	}
 }
@@ -1391,6 +1396,7 @@ func idleHeap(t testing.TB, p Protocol, n int) int {
 		_, err = io.ReadFull(c, buf)
 		require.NoError(t, err)
 		require.Equal(t, "hi", string(buf))
+		require.NoError(t, c.SetDeadline(time.Time{})) // an idle stream holds no deadline
 	}
 	ready := make(chan error, 1)
 	go func() {

@@ -184,3 +184,47 @@ func TestIdleSettleAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleKeepAliveAllocs: once an idle Wirefox stream's engines have
+// trimmed, a keepalive exchange (the dialer's probe at its Deadline,
+// handled and answered by the accepting end, the answer handled by the
+// dialer, each end trimming after, as a settle does) allocates nothing
+// on either end: each probe of an idle listener's streams costs it no
+// garbage (the duplicate histories' bitmaps, 8 KiB each, stay freed).
+func TestIdleKeepAliveAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not counted under the race detector")
+	}
+	for _, p := range []Protocol{Wirefox} {
+		t.Run(p.String(), func(t *testing.T) {
+			cfg := &Config{Protocol: p}
+			ends := idleRun(t, cfg, 10*time.Millisecond, time.Minute)
+			c, s := ends[0].eng, ends[1].eng
+			cb, sb := make([]byte, maxSend), make([]byte, maxSend)
+			trim := func() {
+				for _, e := range []engine.Engine{c, s} {
+					e.(engine.Trimmer).Trim()
+				}
+			}
+			// exchange runs the dialer's next keepalive: its probes in
+			// full, then the answers.
+			exchange := func() {
+				now := c.Deadline()
+				for n := c.Poll(now, cb); n > 0; n = c.Poll(now, cb) {
+					_ = s.HandleDatagram(now, cb[:n])
+				}
+				for n := s.Poll(now, sb); n > 0; n = s.Poll(now, sb) {
+					_ = c.HandleDatagram(now, sb[:n])
+				}
+				trim()
+			}
+			trim()
+			exchange()
+			sent := c.Stats().PacketsSent
+			require.Zero(t, testing.AllocsPerRun(20, exchange), "%v: allocations per keepalive exchange", p)
+			require.Equal(t, sent+21, c.Stats().PacketsSent, "%v: one probe per exchange", p)
+			require.Equal(t, engine.StateEstablished, c.State())
+			require.Equal(t, engine.StateEstablished, s.State())
+		})
+	}
+}

@@ -47,6 +47,7 @@ type Endpoint struct {
 
 	mu       sync.Mutex
 	peers    map[Key]Peer
+	peak     int // the most entries peers has held (see Remove)
 	refs     int
 	newPeer  func(p []byte, from net.Addr, now time.Time) // nil: datagrams from unknown peers are dropped
 	readErr  error                                        // why the reader stopped
@@ -232,15 +233,27 @@ func (ep *Endpoint) Add(p Peer) bool {
 		return false
 	}
 	ep.peers[p.Key()] = p
+	ep.peak = max(ep.peak, len(ep.peers))
 	ep.refs++
 	return true
 }
 
-// Remove unregisters p and drops its reference.
+// shrinkPeak is the least peak of entries whose room Remove gives back.
+const shrinkPeak = 64
+
+// Remove unregisters p and drops its reference. A Go map keeps the room
+// it grew to: once its entries fall to a quarter of their peak (of at
+// least shrinkPeak), the Peers move to a new map, so that a listener
+// whose conns ended keeps only what its live ones need.
 func (ep *Endpoint) Remove(p Peer) {
 	ep.mu.Lock()
 	if ep.peers[p.Key()] == p {
 		delete(ep.peers, p.Key())
+	}
+	if n := len(ep.peers); ep.peak >= shrinkPeak && n <= ep.peak/4 {
+		m := make(map[Key]Peer, n)
+		maps.Copy(m, ep.peers)
+		ep.peers, ep.peak = m, n
 	}
 	ep.mu.Unlock()
 	ep.Release()

@@ -151,7 +151,7 @@ func (s *Session) serverAuth(now time.Time, data []byte) error {
 		if len(data) < 1+KeySize {
 			return errHandshake
 		}
-		kx, err := GenerateKeyPair(s.rand)
+		kx, err := GenerateKeyPair(s.cfg.Rand)
 		if err != nil {
 			s.Fail(err)
 			return err
@@ -206,12 +206,12 @@ func (s *Session) clientHandshake(now time.Time, h *Handshake) error {
 		}
 		s.peerID = h.PeerID
 		if s.cfg.Encrypt {
-			kx, err := GenerateKeyPair(s.rand)
+			kx, err := GenerateKeyPair(s.cfg.Rand)
 			if err != nil {
 				s.Fail(err)
 				return err
 			}
-			s.kx = kx
+			s.cryptoOf().kx = kx
 			flag := byte(0)
 			if s.cfg.ServerKey != nil {
 				flag = cryptoFlag
@@ -263,7 +263,7 @@ func (s *Session) clientAuth(now time.Time, data []byte) error {
 		if len(data) < 1+KeySize {
 			return errHandshake
 		}
-		keys, err := ClientSessionKeys(s.kx, [KeySize]byte(data[1:]))
+		keys, err := ClientSessionKeys(s.crypt.kx, [KeySize]byte(data[1:]))
 		if err != nil {
 			return err
 		}
@@ -272,12 +272,12 @@ func (s *Session) clientAuth(now time.Time, data []byte) error {
 			s.authDone(now)
 			return nil
 		}
-		s.challenge = make([]byte, ChallengeSize)
-		if _, err := io.ReadFull(s.rand, s.challenge); err != nil {
+		s.crypt.challenge = make([]byte, ChallengeSize)
+		if _, err := io.ReadFull(s.cfg.Rand, s.crypt.challenge); err != nil {
 			s.Fail(err)
 			return err
 		}
-		sealed, err := SealChallenge(s.rand, s.cfg.ServerKey, s.challenge)
+		sealed, err := SealChallenge(s.cfg.Rand, s.cfg.ServerKey, s.crypt.challenge)
 		if err != nil {
 			s.Fail(err)
 			return err
@@ -285,7 +285,7 @@ func (s *Session) clientAuth(now time.Time, data []byte) error {
 		s.authWant = AuthAuthentication
 		s.sendHandshake(now, OpAuthMsg, append([]byte{AuthAuthentication}, sealed...), true)
 	case data[0] == AuthAuthentication:
-		if subtle.ConstantTimeCompare(data[1:], s.challenge) != 1 {
+		if subtle.ConstantTimeCompare(data[1:], s.crypt.challenge) != 1 {
 			s.Fail(ErrIncorrectRemoteIdentity)
 			return nil
 		}
@@ -355,7 +355,7 @@ func (s *Session) established(now time.Time) {
 // again after its timeout; docs/protocols/wirefox.md §3.2, §5).
 func (s *Session) proves(acks []uint32) bool {
 	for _, id := range acks {
-		if d := s.nextDgram - id; d > 0 && d <= uint32(s.hsSent) {
+		if d := s.nextDgram - id; d > 0 && d <= s.hsSent {
 			return true
 		}
 	}

@@ -20,7 +20,9 @@ const (
 // long, 1,048,576 IDs, the packets of about 300,000 queued messages.
 //
 // An idle session frees the bitmap (trim) once every ID up to the newest
-// counts as seen; it comes back, all set, with the next ID added.
+// counts as seen; the next ID after the newest keeps it so (an idle
+// peer's keepalives come one after the other), and any other ID brings
+// the bitmap back, all set.
 type history struct {
 	bits     []uint64 // nil: every ID up to newest counts as seen
 	newest   uint32
@@ -83,6 +85,11 @@ func (h *history) has(id uint32) bool {
 
 // add records id, which must not be in the history.
 func (h *history) add(id uint32) {
+	if h.bits == nil && h.started && id == h.newest+1 {
+		h.wrapped = h.wrapped || id == 0
+		h.newest = id
+		return
+	}
 	if h.bits == nil {
 		h.bits = make([]uint64, h.size()/64)
 		if h.started {

@@ -29,10 +29,14 @@ func TestHistoryTrim(t *testing.T) {
 	require.True(t, h.has(1099))
 	require.False(t, h.has(1100))
 
+	h.add(1100)
+	require.Nil(t, h.bits, "the next ID keeps every ID up to it seen")
+	require.True(t, h.has(1100))
+	require.False(t, h.has(1101))
+
 	h.add(1102)
 	require.NotNil(t, h.bits)
-	require.True(t, h.has(1099), "seen before the trim")
-	require.False(t, h.has(1100))
+	require.True(t, h.has(1100), "seen before the trim")
 	require.False(t, h.has(1101))
 	require.True(t, h.has(1102))
 
@@ -40,6 +44,13 @@ func TestHistoryTrim(t *testing.T) {
 	require.Nil(t, h.bits, "a datagram history takes its gaps as seen")
 	require.True(t, h.has(1101))
 	require.False(t, h.has(1103))
+
+	w := history{newest: 0xFFFFFFFF, started: true}
+	w.add(0)
+	require.Nil(t, w.bits)
+	require.True(t, w.wrapped, "the next ID after 2^32 - 1 is 0")
+	require.True(t, w.has(0))
+	require.False(t, w.has(1))
 }
 
 // TestHistoryTrimFromZero: IDs start at 0, so a packet ID below the first

@@ -70,14 +70,14 @@ type Datagram struct {
 	// drops the low nibble; AppendDatagram sets FlagACK and FlagNAK from
 	// the lists and writes FlagDAT and FlagLNK as given.
 	Flags byte
-	// ID is the datagram ID.
-	ID uint32
-	// Acks and Naks are the ACK and NAK lists, at most MaxList IDs each.
-	Acks, Naks []uint32
 	// DataLen is the data-length field of a DAT datagram as written on
 	// the wire: never relied upon on receive (docs/protocols/wirefox.md
 	// §4 bug 1). Senders set it to len(Data).
 	DataLen uint16
+	// ID is the datagram ID.
+	ID uint32
+	// Acks and Naks are the ACK and NAK lists, at most MaxList IDs each.
+	Acks, Naks []uint32
 	// Data is the packets of a DAT datagram, to the end of the datagram.
 	Data []byte
 }

@@ -74,10 +74,11 @@ func (s *Session) open(now time.Time, b *[]byte) error {
 	if s.keys == nil {
 		return nil
 	}
-	if s.rxBuf == nil {
-		s.rxBuf = make([]byte, 0, RecvBuffer)
+	c := s.cryptoOf()
+	if c.rxBuf == nil {
+		c.rxBuf = make([]byte, 0, RecvBuffer)
 	}
-	plain, err := OpenDatagram(s.rxBuf[:0], &s.keys.Rx, *b)
+	plain, err := OpenDatagram(c.rxBuf[:0], &s.keys.Rx, *b)
 	if err == nil {
 		*b = plain
 		return nil

@@ -113,7 +113,7 @@ func (s *Session) seal(buf []byte, n int, seal bool) int {
 		return n
 	}
 	nonce := (*[NonceSize]byte)(buf)
-	if _, err := io.ReadFull(s.rand, nonce[:]); err != nil {
+	if _, err := io.ReadFull(s.cfg.Rand, nonce[:]); err != nil {
 		s.Fail(fmt.Errorf("wirefox: nonce: %w", err))
 		return 0
 	}

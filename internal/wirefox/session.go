@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -125,10 +127,10 @@ type Session struct {
 	gotFirst   bool  // a connected datagram arrived
 	refusedRun bool  // the last new packet was refused (logged once per run)
 	oobID      uint32
+	hsSent     uint32 // handshake messages sent (attempts; docs/protocols/wirefox.md §3.2)
 
 	// Handshake (docs/protocols/wirefox.md §3.2).
 	peerID      uint64 // the peer's PeerID, once known
-	hsSent      int    // handshake messages sent (attempts)
 	hsNext      time.Time
 	hsLast      oobMsg    // the last handshake message sent, sent again on a repeat
 	oob         []oobMsg  // out-of-band blobs due
@@ -136,12 +138,10 @@ type Session struct {
 	lastKA      time.Time // when the last keepalive was due
 	peerCloseAt time.Time // the peer's DISCONNECT_REQUEST waits for our last ACKs until then
 
-	// Encryption (docs/protocols/wirefox.md §1.7, §3.8).
-	rand      io.Reader
-	kx        KeyPair      // client: its key-exchange pair
-	keys      *SessionKeys // set: every datagram but those marked plain is sealed and opened
-	challenge []byte       // client: the identity challenge sent
-	rxBuf     []byte       // opened datagrams
+	// Encryption (docs/protocols/wirefox.md §1.7, §3.8); Config.Rand is
+	// set.
+	keys  *SessionKeys // set: every datagram but those marked plain is sealed and opened
+	crypt *cryptoState // with Config.Encrypt, once needed
 
 	// Sending (docs/protocols/wirefox.md §3.4).
 	nextDgram uint32
@@ -155,10 +155,9 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
-	pace      *refPacer // with Config.ReferencePeer
-	rtts      [rttSamples]time.Duration
+	pace      *refPacer          // with Config.ReferencePeer
+	rtts      [rttSamples]uint32 // nanoseconds, at most math.MaxUint32 (see sample)
 	nrtt      int
-	lastRTT   time.Duration
 	pending   int
 	pendBytes int
 
@@ -179,6 +178,22 @@ type Session struct {
 	dg              Datagram // scratch
 
 	chal engine.Challenge
+}
+
+// cryptoState is what an encrypted session keeps besides its keys, made
+// when first needed, so that an unencrypted one keeps none of it.
+type cryptoState struct {
+	kx        KeyPair // client: its key-exchange pair
+	challenge []byte  // client: the identity challenge sent
+	rxBuf     []byte  // opened datagrams
+}
+
+// cryptoOf returns s.crypt, made if needed.
+func (s *Session) cryptoOf() *cryptoState {
+	if s.crypt == nil {
+		s.crypt = new(cryptoState)
+	}
+	return s.crypt
 }
 
 // channel is what a Session keeps for one channel, in one allocation for
@@ -234,18 +249,16 @@ func New(now time.Time, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := cfg.Rand
-	if r == nil {
-		r = rand.Reader
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
 	}
-	if err := engine.DrawID(r, &cfg.PeerID); err != nil {
+	if err := engine.DrawID(cfg.Rand, &cfg.PeerID); err != nil {
 		return nil, fmt.Errorf("wirefox: PeerID: %w", err)
 	}
 	n := 1 + len(cfg.Channels)
 	s := &Session{
 		cfg:       cfg,
 		Lifecycle: engine.NewLifecycle(now),
-		rand:      r,
 		now:       now,
 		chans:     make([]channel, n),
 		chal:      engine.Challenge{Tracer: cfg.Tracer},
@@ -256,7 +269,7 @@ func New(now time.Time, cfg Config) (*Session, error) {
 			Tracer:      cfg.Tracer,
 		}),
 	}
-	if s.nextDgram, err = firstDgramID(r); err != nil {
+	if s.nextDgram, err = firstDgramID(cfg.Rand); err != nil {
 		return nil, err
 	}
 	s.dgHist.anyFirst = true
@@ -423,11 +436,13 @@ func (s *Session) Capabilities() engine.Capabilities {
 	}
 }
 
-// Trim frees the empty queues and histories' slack kept for traffic, the
-// duplicate histories' bitmaps (8 KiB each) where every ID they cover
-// counts as seen (see history.trim), the empty maps, the congestion
-// controller's model and, with Config.ReferencePeer, the record of
-// datagrams in flight once none is left.
+// Trim frees the empty queues (the out-of-band messages' included) and
+// histories' slack kept for traffic, the duplicate histories' bitmaps
+// (8 KiB each) where every ID they cover counts as seen (see
+// history.trim), the ID lists' room beyond what a keepalive exchange
+// needs (see shrink), the empty maps, the congestion controller's model
+// and, with Config.ReferencePeer, the record of datagrams in flight once
+// none is left.
 func (s *Session) Trim() {
 	if s.unackedN == 0 {
 		s.byID = engine.FIFO[*outPkt]{} // only acknowledged packets, popped lazily
@@ -441,11 +456,16 @@ func (s *Session) Trim() {
 			c.held = nil
 		}
 	}
+	if len(s.oob) == 0 {
+		s.oob = nil // the array that held the handshake's messages
+	}
 	s.dueQ.Trim()
 	s.dgOrder.Trim()
 	s.Inbox.Trim()
 	s.pkts = nil
-	s.prevAcks, s.ackScratch = nil, nil
+	s.owedAcks, s.owedNaks, s.prevAcks = shrink(s.owedAcks), shrink(s.owedNaks), shrink(s.prevAcks)
+	s.ackScratch, s.gaps = shrink(s.ackScratch[:0]), shrink(s.gaps)
+	s.dg.Acks, s.dg.Naks = shrink(s.dg.Acks[:0]), shrink(s.dg.Naks[:0])
 	s.cc.Trim()
 	if s.pace != nil && s.pace.head == len(s.pace.recs) {
 		s.pace.recs, s.pace.head = nil, 0
@@ -460,17 +480,36 @@ func (s *Session) Trim() {
 	}
 }
 
+// idleIDs is the room an ID list keeps through Trim: what an idle
+// stream's keepalive exchange uses (the probe's ID, and with
+// Config.RepeatAcks the previous one's again), so that it allocates
+// nothing.
+const idleIDs = 2
+
+// shrink returns l, or, when it has room for more elements than it
+// holds and than idleIDs, a copy without that room (nil when empty):
+// what a transfer grew is given back.
+func shrink[T any](l []T) []T {
+	if cap(l) <= max(len(l), idleIDs) {
+		return l
+	}
+	if len(l) == 0 {
+		return nil
+	}
+	return slices.Clip(append([]T(nil), l...))
+}
+
 // rttStats returns the average, minimum and maximum of the RTT samples.
 func (s *Session) rttStats() (avg, lo, hi time.Duration) {
 	n := min(s.nrtt, rttSamples)
 	if n == 0 {
 		return 0, 0, 0
 	}
-	lo, hi = s.rtts[0], s.rtts[0]
+	lo, hi = time.Duration(s.rtts[0]), time.Duration(s.rtts[0])
 	var sum time.Duration
 	for _, r := range s.rtts[:n] {
-		sum += r
-		lo, hi = min(lo, r), max(hi, r)
+		sum += time.Duration(r)
+		lo, hi = min(lo, time.Duration(r)), max(hi, time.Duration(r))
 	}
 	return sum / time.Duration(n), lo, hi
 }
@@ -485,9 +524,9 @@ func (s *Session) rto() time.Duration {
 	return 2*avg + 4*(hi-lo) + rtoSlack
 }
 
-// sample takes an RTT sample.
+// sample takes an RTT sample: one above math.MaxUint32 ns (4.29 s)
+// counts as that, beyond any path a stream or the reference runs on.
 func (s *Session) sample(rtt time.Duration) {
-	s.rtts[s.nrtt%rttSamples] = rtt
+	s.rtts[s.nrtt%rttSamples] = uint32(min(max(rtt, 0), math.MaxUint32))
 	s.nrtt++
-	s.lastRTT = rtt
 }

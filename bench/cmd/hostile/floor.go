@@ -22,8 +22,8 @@ import (
 // sendto on one socket, keeping no state and batching nothing. Its CPU
 // per probe and answer is the floor under the idle phase's figure on the
 // same machine: what waking for a datagram and sending one on loopback
-// cost there.
-func echoFloor(n int, interval, window time.Duration) {
+// cost there. It returns that CPU per probe and answer.
+func echoFloor(n int, interval, window time.Duration) time.Duration {
 	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		log.Fatal(err)
@@ -41,6 +41,7 @@ func echoFloor(n int, interval, window time.Duration) {
 	_ = ch.cmd.Wait()
 	fmt.Printf("echo floor: %d sockets probing every %v: CPU %.4f s/s over %v (%v per probe and answer, %d answered)\n",
 		n, interval, cpu.Seconds()/wall.Seconds(), window, perDatagram(cpu, a), a)
+	return perDatagram(cpu, a)
 }
 
 // echo answers every datagram on uc with itself, counting them.

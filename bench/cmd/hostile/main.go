@@ -5,13 +5,18 @@
 // and idle streams (heap per stream, CPU seconds per second). Attackers
 // are UDP sockets on 127.0.0.1, each port a distinct source; the idle
 // streams' clients run in a child process, so that the listener's
-// process holds only the listener's side. The floor phase (Linux only,
-// run once, not per protocol) measures what a bare echo loop spends per
-// probe and answer under the idle phase's load: the floor under the idle
-// phase's figure on the same machine.
+// process holds only the listener's side, and dial at -dialrate streams
+// a second: 10,000 at 500 a second spread their keepalives evenly over
+// the default 20 s KeepAlive, as clients that connect at random times
+// would. The floor phase (Linux only) measures what a bare echo loop
+// spends per probe and answer under the idle phase's load: the floor
+// under the idle phase's figure on the same machine. With both phases,
+// the floor runs before each protocol's idle phase, which then prints
+// its CPU per datagram as a ratio to that floor's; -pairs repeats the
+// two.
 //
 //	go run ./cmd/hostile [-protocols porous,airhook,lludp,wirefox,avara] [-phases flood,dial,idle,floor]
-//	    [-sources 20000] [-rate 1000] [-idle 10000] [-window 30s]
+//	    [-sources 20000] [-rate 1000] [-idle 10000] [-dialrate 500] [-window 30s] [-pairs 1]
 //	    [-keepalive d] [-heapprofile file] [-cpuprofile file]
 package main
 
@@ -50,23 +55,31 @@ func main() {
 	sources := flag.Int("sources", 20000, "blind sources, one opening each")
 	rate := flag.Int("rate", 1000, "openings per second during the legitimate dial")
 	idle := flag.Int("idle", 10000, "idle streams")
+	dialRate := flag.Int("dialrate", 500, "idle streams dialed per second (0: as fast as they open)")
 	window := flag.Duration("window", 30*time.Second, "how long idle streams are watched for CPU use")
-	heapProfile = flag.String("heapprofile", "", "write a heap profile of the idle streams' listener to this file (suffixed with the protocol)")
+	pairs := flag.Int("pairs", 1, "runs of the floor and idle phases, alternated, per protocol")
+	heapProfile = flag.String("heapprofile", "", "write heap profiles of the idle streams' listener, sampling every allocation, to this file suffixed with the protocol: while idle, and (suffixed .ended) once every stream has ended")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the idle streams' listener over the window to this file (suffixed with the protocol)")
 	keepAlive = flag.Duration("keepalive", 0, "Config.KeepAlive of the idle streams, with an IdleTimeout three times as long (0: the defaults)")
 	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
 	echoClients := flag.String("echoclients", "", "internal: run as the floor phase's client process, probing this address")
 	flag.Parse()
+	if *heapProfile != "" {
+		runtime.MemProfileRate = 1
+	}
+	interval := cmp.Or(*keepAlive, rudp.DefaultKeepAlive)
 	if *clients != "" {
-		runClients(*clients, *protocols, *idle)
+		runClients(*clients, *protocols, *idle, *dialRate)
 		return
 	}
 	if *echoClients != "" {
-		runEchoClients(*echoClients, *idle, cmp.Or(*keepAlive, rudp.DefaultKeepAlive))
+		runEchoClients(*echoClients, *idle, interval)
 		return
 	}
-	if run(*phases, "floor") {
-		echoFloor(*idle, cmp.Or(*keepAlive, rudp.DefaultKeepAlive), *window)
+	if run(*phases, "floor") && !run(*phases, "idle") {
+		for range *pairs {
+			echoFloor(*idle, interval, *window)
+		}
 	}
 	for _, name := range strings.Split(*protocols, ",") {
 		p, err := rudp.ParseProtocol(name)
@@ -79,10 +92,34 @@ func main() {
 		if run(*phases, "dial") {
 			floodDial(p, *rate)
 		}
-		if run(*phases, "idle") {
-			idleStreams(p, *idle, *window)
+		if !run(*phases, "idle") {
+			continue
+		}
+		var ratios []float64
+		for range *pairs {
+			var floor time.Duration
+			if run(*phases, "floor") {
+				floor = echoFloor(*idle, interval, *window)
+			}
+			perProbe := idleStreams(p, *idle, *dialRate, *window)
+			if floor > 0 {
+				ratios = append(ratios, float64(perProbe)/float64(floor))
+				fmt.Printf("%-8s idle listener's CPU per datagram received: %.2f × the floor's before it\n", p, ratios[len(ratios)-1])
+			}
+		}
+		if len(ratios) > 1 {
+			slices.Sort(ratios)
+			fmt.Printf("%-8s ratios to the floor over %d pairs: %.2f, median %.2f\n", p, len(ratios), ratios, median(ratios))
 		}
 	}
+}
+
+// median returns the median of sorted, non-empty s.
+func median(s []float64) float64 {
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // run reports whether the comma-separated phases name phase.
@@ -336,13 +373,17 @@ func spread(d []time.Duration) string {
 	return fmt.Sprintf("min %v median %v max %v", r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]))
 }
 
-// idleStreams accepts n streams from a child process, each from its own
-// socket, waits until they are idle, and reports the heap each costs and
-// the CPU the listener's process uses for them over window.
-func idleStreams(p rudp.Protocol, n int, window time.Duration) {
+// idleStreams accepts n streams from a child process, dialed at rate a
+// second, each from its own socket, waits until they are idle, and
+// reports the heap each costs, the CPU the listener's process uses for
+// them over window, and the heap the listener keeps once every stream
+// has ended. It returns the CPU per datagram received.
+func idleStreams(p rudp.Protocol, n, rate int, window time.Duration) time.Duration {
 	ln := listen(&rudp.Config{Protocol: p, Backlog: n, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive})
 	defer ln.Close()
-	ch := startChild("-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n), "-keepalive", keepAlive.String())
+	before := int64(heapAlloc())
+	ch := startChild("-clients", ln.Addr().String(), "-protocols", p.String(), "-idle", strconv.Itoa(n),
+		"-dialrate", strconv.Itoa(rate), "-keepalive", keepAlive.String())
 	conns := make([]net.Conn, 0, n)
 	buf := make([]byte, 2)
 	for range n {
@@ -362,16 +403,7 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 	// their last bytes; keepalives (every KeepAlive) settle them.
 	time.Sleep(cmp.Or(*keepAlive, rudp.DefaultKeepAlive) + 2*time.Second)
 	heap := int64(heapAlloc())
-	if *heapProfile != "" {
-		f, err := os.Create(*heapProfile + "." + p.String())
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			log.Fatal(err)
-		}
-		f.Close()
-	}
+	writeHeapProfile(p, "")
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile + "." + p.String())
 		if err != nil {
@@ -405,12 +437,32 @@ func idleStreams(p rudp.Protocol, n int, window time.Duration) {
 		}
 	}
 	_ = ch.cmd.Wait()
-	heap -= int64(heapAlloc())
+	after := int64(heapAlloc())
+	writeHeapProfile(p, ".ended")
+	heap -= after
 	// CPU per datagram received compares builds and protocols whose
 	// probes fall differently within the window.
 	perProbe := perDatagram(cpu, recv-recv0)
-	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v (%v per datagram received), datagrams per stream and second sent %.3f, received %.3f; client process %s",
-		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perProbe, perStream(sent-sent0), perStream(recv-recv0), line)
+	fmt.Printf("%-8s %d idle streams: heap %.0f B/stream (listener side), listener CPU %.4f s/s over %v (%v per datagram received), datagrams per stream and second sent %.3f, received %.3f; heap kept once all ended %+.2f MiB; client process %s",
+		p, n, float64(heap)/float64(n), cpu.Seconds()/wall.Seconds(), window, perProbe, perStream(sent-sent0), perStream(recv-recv0),
+		float64(after-before)/(1<<20), line)
+	return perProbe
+}
+
+// writeHeapProfile writes the heap profile to -heapprofile suffixed with
+// p and suffix, if set.
+func writeHeapProfile(p rudp.Protocol, suffix string) {
+	if *heapProfile == "" {
+		return
+	}
+	f, err := os.Create(*heapProfile + "." + p.String() + suffix)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // perDatagram is cpu spread over n datagrams, 0 for none, rounded to
@@ -471,9 +523,10 @@ func datagrams(conns []net.Conn) (sent, recv uint64) {
 }
 
 // runClients is the idle streams' client process: it dials n streams to
-// addr, writes "hi" on each, prints "ready" and holds them until its
-// standard input ends, then prints its own CPU use since ready.
-func runClients(addr, protocol string, n int) {
+// addr, rate a second (0: one after the other), writes "hi" on each,
+// prints "ready" and holds them until its standard input ends, then
+// prints its own CPU use since ready.
+func runClients(addr, protocol string, n, rate int) {
 	p, err := rudp.ParseProtocol(protocol)
 	if err != nil {
 		log.Fatal(err)
@@ -484,7 +537,11 @@ func runClients(addr, protocol string, n int) {
 	}
 	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: time.Minute, KeepAlive: *keepAlive, IdleTimeout: 3 * *keepAlive}
 	conns := make([]*rudp.Conn, n)
+	start := time.Now()
 	for i := range conns {
+		if rate > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))))
+		}
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
 			log.Fatal(err)
