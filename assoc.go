@@ -189,8 +189,13 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 		}
 		p = q
 	}
-	if a.cross != nil && a.cross.inputLocked(a, now, p) {
-		return true, false
+	if a.cross != nil {
+		if taken, become := a.cross.opening(p, a.eng.State() == engine.StateHandshake); taken {
+			if become {
+				a.becomeServer(now, p)
+			}
+			return true, false
+		}
 	}
 	err := a.eng.HandleDatagram(now, p)
 	if a.tr != nil {
@@ -209,6 +214,23 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	a.deliverLocked(now) // keeps recvOpen() exact within a batch
 	return true, false
+}
+
+// becomeServer replaces the engine of a's dialed conn, in its handshake,
+// by a server engine built from p, the peer's opening: a simultaneous
+// open this end serves (see crossing).
+func (a *assoc) becomeServer(now time.Time, p []byte) {
+	eng, err := a.cross.cfg.newEngine(now, a.raddr, a.tr, a.cross.stream, true)
+	if err == nil {
+		err = eng.HandleDatagram(now, p)
+	}
+	if err != nil {
+		a.ep.Log().Debug("rudp: simultaneous open: the peer's opening refused", "peer", a.raddr, "err", err)
+		return
+	}
+	a.ep.Log().Debug("rudp: simultaneous open: this end becomes the server", "peer", a.raddr)
+	a.eng = eng
+	a.up.(crosser).crossed(now, eng)
 }
 
 // plainAnswer ends a dialed stream's handshake with ErrIncompatible when

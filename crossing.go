@@ -35,40 +35,27 @@ func (x *crossing) sentLocked(p []byte) {
 	}
 }
 
-// inputLocked looks at p, a datagram from the peer of a's dialed
-// association, before the engine sees it. It reports whether p was taken
-// here: a peer's opening that this end drops (it stays the client), or
-// one from which a new server engine was built.
-func (x *crossing) inputLocked(a *assoc, now time.Time, p []byte) (taken bool) {
+// opening looks at p, a datagram from the peer of a dialed association
+// whose engine is still in its handshake or not. It reports whether p is
+// taken here rather than by the engine: a peer's opening that this end
+// drops (it stays the client), or, with become, the one from which this
+// end builds a server engine.
+func (x *crossing) opening(p []byte, handshake bool) (taken, become bool) {
 	if !x.cfg.proto.IsOpening(p, x.cfg.opts) {
-		return false
+		return false, false
 	}
 	id, ok := x.cfg.proto.OpeningID(p)
 	if !ok {
-		return false
+		return false, false
 	}
 	if x.seen && id == x.theirs {
-		return true // the peer's opening again: settled already
+		return true, false // the peer's opening again: settled already
 	}
-	if a.eng.State() != engine.StateHandshake || !x.sent {
-		return false // a new session of the peer: the engine decides
+	if !handshake || !x.sent {
+		return false, false // a new session of the peer: the engine decides
 	}
 	x.theirs, x.seen = id, true
-	if x.ours > id {
-		return true // we stay the client
-	}
-	eng, err := x.cfg.newEngine(now, a.raddr, a.tr, x.stream, true)
-	if err == nil {
-		err = eng.HandleDatagram(now, p)
-	}
-	if err != nil {
-		a.ep.Log().Debug("rudp: simultaneous open: the peer's opening refused", "peer", a.raddr, "err", err)
-		return true
-	}
-	a.ep.Log().Debug("rudp: simultaneous open: this end becomes the server", "peer", a.raddr)
-	a.eng = eng
-	a.up.(crosser).crossed(now, eng)
-	return true
+	return true, x.ours < id // the larger stays the client
 }
 
 // crosser is a conn that can take a new engine after a simultaneous open

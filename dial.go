@@ -171,3 +171,59 @@ func client[T acceptable](pc net.PacketConn, raddr net.Addr, config *Config,
 	}
 	return c
 }
+
+// streamNetwork maps the TCP network names to the UDP ones, for streams:
+// a rudp stream stands in for a TCP connection. Message conns, which are
+// not byte streams, take the UDP names only.
+func streamNetwork(network string) string {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+		return "udp" + network[3:]
+	}
+	return network
+}
+
+// checkNetwork accepts the UDP network names.
+func checkNetwork(network string) error {
+	switch network {
+	case "udp", "udp4", "udp6":
+		return nil
+	}
+	return net.UnknownNetworkError(network)
+}
+
+// DialMessages opens a message conn to address over UDP and completes the
+// protocol's handshake before ctx ends and within Config.HandshakeTimeout.
+// network is "udp", "udp4" or "udp6"; config nil means defaults. Errors
+// are as for Dialer.DialContext.
+func DialMessages(ctx context.Context, network, address string, config *Config) (*MessageConn, error) {
+	d := MessageDialer{Config: config}
+	return d.DialContext(ctx, network, address)
+}
+
+// MessageDialer holds options for dialing message conns, as Dialer does
+// for streams. The zero value dials with the default Config from an
+// ephemeral port.
+type MessageDialer struct {
+	// Config configures the conn; nil means defaults.
+	Config *Config
+	// LocalAddr is the local UDP address to bind; nil picks one.
+	LocalAddr net.Addr
+}
+
+// DialContext opens a message conn to address over UDP ("udp", "udp4" or
+// "udp6") and completes the protocol's handshake before ctx ends and
+// within Config.HandshakeTimeout. Errors are as for Dialer.DialContext.
+func (d *MessageDialer) DialContext(ctx context.Context, network, address string) (*MessageConn, error) {
+	return dial(ctx, d.Config, d.LocalAddr, network, address, false, newMessageConn)
+}
+
+// ClientMessages returns a message conn to raddr over pc; the handshake runs
+// on first use. The conn owns pc and closes it when the association ends;
+// datagrams on pc from other addresses are dropped. An invalid config is
+// reported by the first use. A *net.UDPConn connected to raddr is used as
+// one, as by Client: a refused port fails at once. A *net.UDPConn's kernel
+// buffers are raised to 4 MiB each, as with Client.
+func ClientMessages(pc net.PacketConn, raddr net.Addr, config *Config) *MessageConn {
+	return client(pc, raddr, config, false, newMessageConn)
+}

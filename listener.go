@@ -37,55 +37,6 @@ type Listener struct{ listener listener[*Conn] }
 
 var _ net.Listener = (*Listener)(nil)
 
-// Listen listens for rudp streams on the UDP address address, with the
-// default Config. network is "udp", "udp4" or "udp6"; as for Dial, "tcp",
-// "tcp4" and "tcp6" are taken as those.
-func Listen(network, address string) (net.Listener, error) {
-	var lc ListenConfig
-	return lc.Listen(context.Background(), network, address)
-}
-
-// ListenConfig configures a listener.
-type ListenConfig struct {
-	// Config configures the listener and its conns; nil means defaults.
-	Config *Config
-}
-
-// Listen listens for rudp streams on a new UDP socket bound to address.
-// network is "udp", "udp4" or "udp6", or "tcp", "tcp4", "tcp6" taken as
-// those. ctx bounds the bind only. The listener is a *Listener.
-func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
-	return lc.ListenStreams(ctx, network, address)
-}
-
-// ListenStreams is Listen returning the *Listener itself.
-func (lc *ListenConfig) ListenStreams(ctx context.Context, network, address string) (*Listener, error) {
-	cfg, pc, err := listenSocket(ctx, lc.Config, streamNetwork(network), address)
-	if err != nil {
-		return nil, err
-	}
-	return &Listener{listener: newListener(pc, cfg, true, newConn)}, nil
-}
-
-// ListenMessages listens for message conns on a new UDP socket bound to
-// address. network is "udp", "udp4" or "udp6". ctx bounds the bind only.
-func (lc *ListenConfig) ListenMessages(ctx context.Context, network, address string) (*MessageListener, error) {
-	cfg, pc, err := listenSocket(ctx, lc.Config, network, address)
-	if err != nil {
-		return nil, err
-	}
-	return &MessageListener{listener: newListener(pc, cfg, false, newMessageConn)}, nil
-}
-
-// Server returns a Listener that accepts rudp streams arriving on pc. The
-// Listener owns pc from then on: pc is closed once the Listener and all the
-// conns it accepted are closed. An invalid config makes Accept fail. The
-// kernel buffers of a *net.UDPConn are raised to 4 MiB each (SO_RCVBUF
-// and SO_SNDBUF, capped by the kernel), as with Client.
-func Server(pc net.PacketConn, config *Config) *Listener {
-	return &Listener{listener: serve(pc, config, true, newConn)}
-}
-
 // Accept waits for the next conn whose handshake has completed and returns
 // it as a *Conn. After Close it returns an error wrapping net.ErrClosed.
 func (l *Listener) Accept() (net.Conn, error) {
@@ -111,50 +62,6 @@ func (l *Listener) Stats() ListenerStats { return l.listener.Stats() }
 
 // Addr returns the listener's local address.
 func (l *Listener) Addr() net.Addr { return l.listener.Addr() }
-
-func listenSocket(ctx context.Context, config *Config, network, address string) (*Config, net.PacketConn, error) {
-	cfg, err := config.resolved()
-	if err == nil {
-		err = checkNetwork(network)
-	}
-	if err != nil {
-		return nil, nil, &net.OpError{Op: "listen", Net: network, Err: err}
-	}
-	var nlc net.ListenConfig
-	pc, err := nlc.ListenPacket(ctx, network, address)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, pc, nil
-}
-
-// serve builds a listener over a caller's pc.
-func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
-	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
-	cfg, err := config.resolved()
-	if err != nil {
-		return listener[T]{ep: newEndpoint(pc, false, nil), cfgErr: err}
-	}
-	return newListener(pc, cfg, stream, mk)
-}
-
-// newListener builds a listener of conns of kind T over pc, as the one
-// listener of a Transport of its own whose socket it owns: closing it
-// releases the socket, which closes once its conns have ended too.
-func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
-	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
-	t := &Transport{Conn: pc, cfg: cfg}
-	slot := &t.messages
-	if stream {
-		slot = &t.streams
-	}
-	l, err := listenTransport(t, slot, stream, mk)
-	if err != nil { // cfg was resolved: only a closed Transport fails, and t is new
-		return listener[T]{ep: t.ep, cfgErr: err}
-	}
-	l.shared = false
-	return l
-}
 
 // newPeerFn takes a datagram from an address without an association.
 type newPeerFn = func(p []byte, from net.Addr, now time.Time)
@@ -225,26 +132,6 @@ func (l *listener[T]) Stats() ListenerStats {
 
 // Addr implements Listener.Addr and MessageListener.Addr.
 func (l *listener[T]) Addr() net.Addr { return l.ep.PacketConn().LocalAddr() }
-
-// streamNetwork maps the TCP network names to the UDP ones, for streams:
-// a rudp stream stands in for a TCP connection. Message conns, which are
-// not byte streams, take the UDP names only.
-func streamNetwork(network string) string {
-	switch network {
-	case "tcp", "tcp4", "tcp6":
-		return "udp" + network[3:]
-	}
-	return network
-}
-
-// checkNetwork accepts the UDP network names.
-func checkNetwork(network string) error {
-	switch network {
-	case "udp", "udp4", "udp6":
-		return nil
-	}
-	return net.UnknownNetworkError(network)
-}
 
 // newPeerFunc builds the endpoint callback that admits a datagram from an
 // unknown address as a new peer: it checks the seal of a stream's datagram
@@ -333,3 +220,43 @@ func (c *Config) refusal(stream bool) [][]byte {
 	}
 	return bufs
 }
+
+// MessageListener accepts message conns on one PacketConn: each new peer
+// that completes the protocol's handshake becomes a *MessageConn. Backlog
+// and close behave as for Listener.
+type MessageListener struct{ listener listener[*MessageConn] }
+
+var _ net.Listener = (*MessageListener)(nil)
+
+// Accept waits for the next message conn and returns it as a net.Conn
+// holding a *MessageConn. After Close it returns an error wrapping
+// net.ErrClosed.
+func (l *MessageListener) Accept() (net.Conn, error) {
+	c, err := l.listener.accept(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptMessages is Accept returning the *MessageConn itself.
+func (l *MessageListener) AcceptMessages() (*MessageConn, error) {
+	return l.listener.accept(context.Background())
+}
+
+// AcceptContext is AcceptMessages until ctx ends, when it returns
+// ctx.Err().
+func (l *MessageListener) AcceptContext(ctx context.Context) (*MessageConn, error) {
+	return l.listener.accept(ctx)
+}
+
+// Close stops accepting, resets the conns never accepted and drops the new
+// peers still in their handshake. Conns already accepted are unaffected.
+// It returns an error wrapping net.ErrClosed if already closed.
+func (l *MessageListener) Close() error { return l.listener.Close() }
+
+// Stats returns the counters of datagrams that reached no conn.
+func (l *MessageListener) Stats() ListenerStats { return l.listener.Stats() }
+
+// Addr returns the listener's local address.
+func (l *MessageListener) Addr() net.Addr { return l.listener.Addr() }
