@@ -162,3 +162,92 @@ func TestTransportBothWays(t *testing.T) {
 		require.NoError(t, p.Close())
 	}
 }
+
+// TestTransportHardening: a Transport that listens for both kinds of conn
+// and has dialed a stream of its own takes a blind flood of both kinds of
+// opening as a listener does: no conn reaches Accept, the half-open peers
+// stay within each listener's backlog, and its own stream goes on.
+func TestTransportHardening(t *testing.T) {
+	const sources = 1000
+	for _, hp := range hostileProtocols {
+		t.Run(hp.String(), func(t *testing.T) {
+			cfg := &Config{Protocol: hp.Protocol}
+			tr := &Transport{Conn: udpSocket(t, nil, 0), Config: cfg}
+			defer tr.Close()
+			streams, err := tr.Listen()
+			require.NoError(t, err)
+			messages, err := tr.ListenMessages()
+			require.NoError(t, err)
+			peer := &Transport{Conn: udpSocket(t, nil, 0), Config: cfg}
+			defer peer.Close()
+			pl, err := peer.Listen()
+			require.NoError(t, err)
+			echoServer(t, pl)
+			ctx, cancel := context.WithTimeout(context.Background(), ioBound)
+			defer cancel()
+			own, err := tr.Dial(ctx, peer.Addr())
+			require.NoError(t, err)
+			defer own.Close()
+			bound(t, own)
+
+			blindFlood(t, &streams.listener, newAttackers(t, sources), firstDatagramOf(t, hp.Protocol, true))
+			require.Zero(t, streams.Stats().BacklogDrops, "every opening was taken as one")
+			if hp.blind != nil { // see hostileProtocols: an LLUDP circuit opens at its first datagram
+				blindFlood(t, &messages.listener, newAttackers(t, sources), firstDatagramOf(t, hp.Protocol, false))
+				require.Zero(t, messages.Stats().BacklogDrops, "every opening was taken as one")
+			}
+			streams.listener.q.mu.Lock()
+			require.Empty(t, streams.listener.q.queue, "no blind source is ready for Accept")
+			require.LessOrEqual(t, len(streams.listener.q.pending), DefaultBacklog)
+			streams.listener.q.mu.Unlock()
+			messages.listener.q.mu.Lock()
+			require.Empty(t, messages.listener.q.queue, "no blind source is ready for Accept")
+			require.LessOrEqual(t, len(messages.listener.q.pending), DefaultBacklog)
+			messages.listener.q.mu.Unlock()
+
+			msg := []byte("still here after the flood")
+			_, err = own.Write(msg)
+			require.NoError(t, err)
+			got := make([]byte, len(msg))
+			_, err = io.ReadFull(own, got)
+			require.NoError(t, err)
+			require.Equal(t, msg, got)
+		})
+	}
+}
+
+// TestAcceptContext: every accept's context form returns ctx.Err() when
+// its context ends, and the listener goes on accepting after it.
+func TestAcceptContext(t *testing.T) {
+	ln := Server(udpSocket(t, nil, 0), nil)
+	defer ln.Close()
+	ml := ServerMessages(udpSocket(t, nil, 0), nil)
+	defer ml.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := ln.AcceptContext(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = ml.AcceptContext(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer dcancel()
+	_, err = ln.AcceptContext(dctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	ctx, cancel = context.WithTimeout(context.Background(), ioBound)
+	defer cancel()
+	d := Dialer{}
+	c, err := d.DialStream(ctx, "udp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	s, err := ln.AcceptContext(ctx)
+	require.NoError(t, err)
+	defer s.Close()
+	md := MessageDialer{}
+	mc, err := md.DialContext(ctx, "udp", ml.Addr().String())
+	require.NoError(t, err)
+	defer mc.Close()
+	ms, err := ml.AcceptContext(ctx)
+	require.NoError(t, err)
+	defer ms.Close()
+}
