@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"time"
 
@@ -155,8 +154,8 @@ type Session struct {
 	dgrams    map[uint32]*sentDgram
 	dgOrder   engine.FIFO[uint32]
 	cc        *congestion.Controller
-	pace      *refPacer          // with Config.ReferencePeer
-	rtts      [rttSamples]uint32 // nanoseconds, at most math.MaxUint32 (see sample)
+	pace      *refPacer // with Config.ReferencePeer
+	rtts      [rttSamples]time.Duration
 	nrtt      int
 	pending   int
 	pendBytes int
@@ -505,11 +504,11 @@ func (s *Session) rttStats() (avg, lo, hi time.Duration) {
 	if n == 0 {
 		return 0, 0, 0
 	}
-	lo, hi = time.Duration(s.rtts[0]), time.Duration(s.rtts[0])
+	lo, hi = s.rtts[0], s.rtts[0]
 	var sum time.Duration
 	for _, r := range s.rtts[:n] {
-		sum += time.Duration(r)
-		lo, hi = min(lo, time.Duration(r)), max(hi, time.Duration(r))
+		sum += r
+		lo, hi = min(lo, r), max(hi, r)
 	}
 	return sum / time.Duration(n), lo, hi
 }
@@ -524,9 +523,8 @@ func (s *Session) rto() time.Duration {
 	return 2*avg + 4*(hi-lo) + rtoSlack
 }
 
-// sample takes an RTT sample: one above math.MaxUint32 ns (4.29 s)
-// counts as that, beyond any path a stream or the reference runs on.
+// sample takes an RTT sample.
 func (s *Session) sample(rtt time.Duration) {
-	s.rtts[s.nrtt%rttSamples] = uint32(min(max(rtt, 0), math.MaxUint32))
+	s.rtts[s.nrtt%rttSamples] = rtt
 	s.nrtt++
 }

@@ -266,7 +266,9 @@ func TestRepeatAcks(t *testing.T) {
 // TestSessionSize: every idle stream keeps one Session, which with the
 // 8-byte header the Go runtime puts before an object larger than 512
 // bytes that holds pointers (mallocHeaderSize, runtime/malloc.go) fits
-// the allocator's 1,536-byte size class (the next is 1,792).
+// the allocator's 1,792-byte size class (the next is 2,048). Its 32 RTT
+// samples (the reference's window) stay full time.Durations: samples cut
+// to 32 bits stalled a stream at 50 % loss (TestVNetLossyTransfer).
 func TestSessionSize(t *testing.T) {
-	require.LessOrEqual(t, unsafe.Sizeof(Session{})+8, uintptr(1536))
+	require.LessOrEqual(t, unsafe.Sizeof(Session{})+8, uintptr(1792))
 }
