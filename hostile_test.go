@@ -610,8 +610,10 @@ func drainReads(t *testing.T, pc net.PacketConn) int {
 // each sent its own kind's opening (an association not yet validated),
 // the other kind's (which it drops, or answers as incompatible) and, where
 // the protocol has one, an opening it refuses for its parameters (an
-// answer without an association). The handshake timeout is a minute of
-// virtual time, over which every engine would send its answer many times:
+// answer without an association). The handshake timeout is two minutes
+// of virtual time and the bytes are counted over 130 s, beyond the 120 s
+// an Avara reference resends to a login: every engine would send its
+// answer many times over it:
 // the limit, not the engine's resend schedule, is what holds the bytes
 // down, and the listener's answer stops at it.
 func TestAmplificationLimit(t *testing.T) {
@@ -638,7 +640,10 @@ func TestAmplificationLimit(t *testing.T) {
 				t.Run(hp.String()+"/"+kindName(stream)+"/"+o.name, func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						vp := newVPath(t, 0)
-						ln := listenKind(vp.server, vcfg(Config{Protocol: hp.Protocol, HandshakeTimeout: time.Minute}), stream)
+						// 130 s, beyond the 120 s an Avara reference keeps
+						// resending to a login (its dead timeout), with half-open
+						// peers kept until 2 minutes.
+						ln := listenKind(vp.server, vcfg(Config{Protocol: hp.Protocol, HandshakeTimeout: 2 * time.Minute}), stream)
 						defer ln.Close()
 						a := make([]net.PacketConn, sources)
 						sent := make([]int, sources)
@@ -650,7 +655,7 @@ func TestAmplificationLimit(t *testing.T) {
 								sent[i] += len(o.b)
 							}
 						}
-						time.Sleep(time.Minute + time.Second) // every half-open peer ends
+						time.Sleep(130 * time.Second) // every half-open peer ends
 						total := 0
 						for i, pc := range a {
 							got := drainReads(t, pc)
