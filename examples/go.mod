@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/rudpkit/rudp => ../
 
 require (
+	github.com/pion/logging v0.2.4
 	github.com/pion/transport/v3 v3.1.1
 	github.com/rudpkit/rudp v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
