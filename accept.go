@@ -188,3 +188,15 @@ type acceptable interface {
 	// returned it already.
 	claim() bool
 }
+
+// claimConn takes c, whose association is a, from its accept queue *q
+// (see acceptQueue.claim); from then on c is no listener's: *q is nil.
+func claimConn[T comparable](a *assoc, q **acceptQueue[T], c T) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if *q == nil || !(*q).claim(c) {
+		return false
+	}
+	*q = nil
+	return true
+}

@@ -448,12 +448,4 @@ func (c *Conn) crossed(_ time.Time, eng engine.Engine) {
 }
 
 // claim implements acceptable.
-func (c *Conn) claim() bool {
-	c.a.mu.Lock()
-	defer c.a.mu.Unlock()
-	if c.accepted == nil || !c.accepted.claim(c) {
-		return false
-	}
-	c.accepted = nil
-	return true
-}
+func (c *Conn) claim() bool { return claimConn(c.a, &c.accepted, c) }

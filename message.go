@@ -490,12 +490,4 @@ func (c *MessageConn) bind(eng engine.Engine) {
 func (c *MessageConn) crossed(_ time.Time, eng engine.Engine) { c.bind(eng) }
 
 // claim implements acceptable.
-func (c *MessageConn) claim() bool {
-	c.a.mu.Lock()
-	defer c.a.mu.Unlock()
-	if c.accepted == nil || !c.accepted.claim(c) {
-		return false
-	}
-	c.accepted = nil
-	return true
-}
+func (c *MessageConn) claim() bool { return claimConn(c.a, &c.accepted, c) }
