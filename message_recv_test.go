@@ -27,6 +27,7 @@ import (
 // is sent again after the reference's resend time, 2 s until game frames
 // have taught it the round trip.
 func TestMessageEchoFullQueue(t *testing.T) {
+	t.Parallel() // waits on the peers' resend timers, seconds long
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			t.Parallel()

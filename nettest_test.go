@@ -21,6 +21,7 @@ import (
 // runs cover the handshake. The runs are independent and mostly wait for
 // resends: they run in parallel.
 func TestNetConn(t *testing.T) {
+	t.Parallel()
 	for _, p := range Protocols() {
 		for _, l := range links {
 			t.Run(p.String()+"/"+l.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 // dialed from a Transport that is also listening for streams, to a
 // Transport listening.
 func TestTransportNetConn(t *testing.T) {
+	t.Parallel() // each pipe's Transport Close waits out its conns' close
 	for _, p := range Protocols() {
 		t.Run(p.String(), func(t *testing.T) {
 			cfg := &Config{Protocol: p}
@@ -31,6 +32,8 @@ func TestTransportNetConn(t *testing.T) {
 			lb, err := b.Listen()
 			require.NoError(t, err)
 			defer lb.Close()
+			var closing sync.WaitGroup
+			defer closing.Wait()
 			nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
 				// Each pair needs an address of its own on one side: a
 				// fresh dialing Transport (listening too) per pair.
@@ -50,7 +53,10 @@ func TestTransportNetConn(t *testing.T) {
 					d.Close()
 					return nil, nil, nil, err
 				}
-				return c, s, func() { c.Close(); s.Close(); d.Close() }, nil
+				// The Transport's Close waits out the conns' close (a
+				// second's TIME-WAIT on POROUS): each pipe's runs beside
+				// the next pipe, and the test waits for all at its end.
+				return c, s, func() { c.Close(); s.Close(); closing.Go(func() { d.Close() }) }, nil
 			})
 		})
 	}
