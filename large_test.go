@@ -40,7 +40,7 @@ func TestLargeFrameSize(t *testing.T) {
 // detector a loopback RTT can exceed localRTT.)
 func TestStreamLargeFrames(t *testing.T) {
 	if loopbackMTU() < 2*porous.MaxFrameSize {
-		t.Skipf("loopback MTU %d", loopbackMTU())
+		t.Skipf("large frames need a loopback MTU of at least 2 × %d bytes; this host's is %d", porous.MaxFrameSize, loopbackMTU())
 	}
 	c, s, _ := streamPair(t, &Config{largeRTT: time.Hour}, links[0])
 	streamThrough(t, c, s, 4<<20)

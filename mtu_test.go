@@ -65,7 +65,7 @@ func TestStreamFitsIPv4Path(t *testing.T) {
 // sends what they carried again: every byte arrives both ways.
 func TestStreamLargeFramesLost(t *testing.T) {
 	if loopbackMTU() < 2*porous.MaxFrameSize {
-		t.Skipf("loopback MTU %d", loopbackMTU())
+		t.Skipf("large frames need a loopback MTU of at least 2 × %d bytes; this host's is %d", porous.MaxFrameSize, loopbackMTU())
 	}
 	client, server, cpc := cutPair(t, &Config{largeRTT: time.Hour}, 0)
 	streamThrough(t, client, server, 1<<20)
