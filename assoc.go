@@ -190,7 +190,10 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 		p = q
 	}
 	if a.cross != nil {
-		if taken, become := a.cross.opening(p, a.eng.State() == engine.StateHandshake); taken {
+		handshake := a.eng.State() == engine.StateHandshake
+		if !handshake && !a.cross.seen {
+			a.cross = nil // opened without a crossing: nothing more to look at
+		} else if taken, become := a.cross.opening(p, handshake); taken {
 			if become {
 				a.becomeServer(now, p)
 			}

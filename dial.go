@@ -70,8 +70,15 @@ func dial[T acceptable](ctx context.Context, config *Config, local net.Addr, net
 	}
 	c.attach(newEndpoint(pc, true, cfg.Logger), eng, tr)
 	runClient(b)
-	if err := b.Handshake(ctx); err != nil {
-		b.a.abandon(err)
+	return handshake(ctx, c)
+}
+
+// handshake completes the handshake of c, a dialed conn, or abandons it
+// with the error.
+func handshake[T acceptable](ctx context.Context, c T) (T, error) {
+	if err := c.base().Handshake(ctx); err != nil {
+		c.base().a.abandon(err)
+		var zero T
 		return zero, err
 	}
 	return c, nil

@@ -101,11 +101,7 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
 	t := &Transport{Conn: pc, cfg: cfg}
-	slot := &t.messages
-	if stream {
-		slot = &t.streams
-	}
-	l, err := listenTransport(t, slot, stream, mk)
+	l, err := listenTransport(t, stream, mk)
 	if err != nil { // cfg was resolved: only a closed Transport fails, and t is new
 		return listener[T]{ep: t.ep, cfgErr: err}
 	}

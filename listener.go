@@ -66,23 +66,24 @@ func (l *Listener) Addr() net.Addr { return l.listener.Addr() }
 // newPeerFn takes a datagram from an address without an association.
 type newPeerFn = func(p []byte, from net.Addr, now time.Time)
 
-// listenOn builds a listener of conns of kind T on ep, whose new peers
-// reach it through the function it passes to set (and nil to stop).
+// listenOn builds a listener of conns of kind T on ep, and the function
+// through which the endpoint's new peers reach it; the caller sets its
+// detach.
 func listenOn[T acceptable](ep *socket.Endpoint, cfg *Config, stream bool,
-	mk func(*Config, net.Addr, *acceptQueue[T]) T, set func(newPeerFn)) listener[T] {
+	mk func(*Config, net.Addr, *acceptQueue[T]) T) (listener[T], newPeerFn) {
 	if cfg.proto.NewListener != nil && !stream {
 		c := *cfg
 		c.roster = cfg.proto.NewListener() // shared by the listener's conns
 		cfg = &c
 	}
 	q := newAcceptQueue[T](ep, cfg.Backlog)
-	set(newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
+	f := newPeerFunc(q, cfg, stream, func(from net.Addr, eng engine.Engine, tr *connTrace, in int) T {
 		c := mk(cfg, from, q)
 		c.attach(ep, eng, tr)
 		c.base().a.limit(in)
 		return c
-	}))
-	return listener[T]{ep: ep, q: q, detach: func() { set(nil) }}
+	})
+	return listener[T]{ep: ep, q: q}, f
 }
 
 func (l *listener[T]) accept(ctx context.Context) (T, error) {

@@ -47,9 +47,9 @@ type Transport struct {
 	ep   *socket.Endpoint
 
 	mu        sync.Mutex
-	streams   newPeerFn // the stream listener's, nil without one
-	messages  newPeerFn // the message listener's, nil without one
-	listeners []io.Closer
+	streams   newPeerFn    // the stream listener's, nil without one
+	messages  newPeerFn    // the message listener's, nil without one
+	listeners [2]io.Closer // the latest stream listener, and message listener
 	closed    bool
 }
 
@@ -82,21 +82,28 @@ func (t *Transport) init() error {
 }
 
 // newPeer hands a datagram from an address without an association to the
-// stream listener if it carries a stream's seal, else to the message
-// listener.
+// listener of its kind: with both listeners, the stream listener's if it
+// carries a stream's seal, else the message listener's. With one listener
+// the datagram goes to it unchecked, which checks it (one seal check per
+// datagram, as a listener of its own makes).
 func (t *Transport) newPeer(p []byte, from net.Addr, now time.Time) {
 	t.mu.Lock()
 	streams, messages := t.streams, t.messages
 	t.mu.Unlock()
-	if _, sealed := socket.Unseal(p); sealed && streams != nil {
+	switch {
+	case streams != nil && messages != nil:
+		if _, sealed := socket.Unseal(p); !sealed {
+			streams = nil
+		}
+	case streams == nil && messages == nil:
+		t.ep.DropUnknown()
+		return
+	}
+	if streams != nil {
 		streams(p, from, now)
 		return
 	}
-	if messages != nil {
-		messages(p, from, now)
-		return
-	}
-	t.ep.DropUnknown()
+	messages(p, from, now)
 }
 
 // Listen starts accepting streams on the Transport; at most one stream
@@ -104,7 +111,7 @@ func (t *Transport) newPeer(p []byte, from net.Addr, now time.Time) {
 // and leaves the Transport and its other conns alone. It fails with an
 // error wrapping net.ErrClosed after Close, or for an invalid Config.
 func (t *Transport) Listen() (*Listener, error) {
-	l, err := listenTransport(t, &t.streams, true, newConn)
+	l, err := listenTransport(t, true, newConn)
 	if err != nil {
 		return nil, err
 	}
@@ -114,35 +121,39 @@ func (t *Transport) Listen() (*Listener, error) {
 // ListenMessages starts accepting message conns on the Transport; at most
 // one MessageListener runs at a time. Errors and Close are as for Listen.
 func (t *Transport) ListenMessages() (*MessageListener, error) {
-	l, err := listenTransport(t, &t.messages, false, newMessageConn)
+	l, err := listenTransport(t, false, newMessageConn)
 	if err != nil {
 		return nil, err
 	}
 	return &MessageListener{listener: l}, nil
 }
 
-// listenTransport starts a listener of conns of kind T on t, whose new
-// peers come through *slot.
-func listenTransport[T acceptable](t *Transport, slot *newPeerFn, stream bool,
+// listenTransport starts a listener of conns of kind T on t: its stream
+// listener (stream) or its message listener.
+func listenTransport[T acceptable](t *Transport, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) (listener[T], error) {
 	if err := t.init(); err != nil {
-		return listener[T]{}, &net.OpError{Op: "listen", Net: "rudp", Addr: t.Conn.LocalAddr(), Err: err}
+		return listener[T]{}, &net.OpError{Op: "listen", Net: "rudp", Addr: t.Addr(), Err: err}
+	}
+	slot, kind := &t.streams, 0
+	if !stream {
+		slot, kind = &t.messages, 1
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if *slot != nil {
-		return listener[T]{}, &net.OpError{Op: "listen", Net: "rudp", Addr: t.Conn.LocalAddr(),
+		return listener[T]{}, &net.OpError{Op: "listen", Net: "rudp", Addr: t.Addr(),
 			Err: fmt.Errorf("rudp: the Transport has a listener of this kind already")}
 	}
-	l := listenOn(t.ep, t.cfg, stream, mk, func(f newPeerFn) {
-		if f == nil {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-		}
-		*slot = f
-	})
+	l, f := listenOn(t.ep, t.cfg, stream, mk)
+	*slot = f
+	l.detach = func() {
+		t.mu.Lock()
+		*slot = nil
+		t.mu.Unlock()
+	}
 	l.shared = true
-	t.listeners = append(t.listeners, &l)
+	t.listeners[kind] = &l
 	return l, nil
 }
 
@@ -173,7 +184,7 @@ func dialTransport[T acceptable](ctx context.Context, t *Transport, raddr net.Ad
 		return zero, &net.OpError{Op: "dial", Net: "rudp", Addr: raddr, Err: err}
 	}
 	if c, ok := adopt[T](t, raddr); ok {
-		return handshakeAdopted(ctx, c)
+		return handshake(ctx, c)
 	}
 	c := mk(t.cfg, raddr, nil)
 	b := c.base()
@@ -191,7 +202,7 @@ func dialTransport[T acceptable](ctx context.Context, t *Transport, raddr net.Ad
 	if !b.begin(time.Now()) {
 		if c, ok := adopt[T](t, raddr); ok { // the listener took the peer's opening meanwhile
 			tr.closed(time.Now(), nil)
-			return handshakeAdopted(ctx, c)
+			return handshake(ctx, c)
 		}
 		err := fmt.Errorf("rudp: %v has a conn on this Transport already", raddr)
 		select {
@@ -202,11 +213,7 @@ func dialTransport[T acceptable](ctx context.Context, t *Transport, raddr net.Ad
 		tr.closed(time.Now(), err)
 		return zero, &net.OpError{Op: "dial", Net: "rudp", Addr: raddr, Err: err}
 	}
-	if err := b.Handshake(ctx); err != nil {
-		b.a.abandon(err)
-		return zero, err
-	}
-	return c, nil
+	return handshake(ctx, c)
 }
 
 // adopt returns the conn of kind T that t's listener made for raddr and
@@ -225,19 +232,13 @@ func adopt[T acceptable](t *Transport, raddr net.Addr) (T, bool) {
 	return c, true
 }
 
-// handshakeAdopted completes the handshake of c, a conn adopted from the
-// listener.
-func handshakeAdopted[T acceptable](ctx context.Context, c T) (T, error) {
-	if err := c.base().Handshake(ctx); err != nil {
-		c.base().a.abandon(err)
-		var zero T
-		return zero, err
+// Addr returns the Transport's local address, nil without Conn.
+func (t *Transport) Addr() net.Addr {
+	if t.Conn == nil {
+		return nil
 	}
-	return c, nil
+	return t.Conn.LocalAddr()
 }
-
-// Addr returns the Transport's local address.
-func (t *Transport) Addr() net.Addr { return t.Conn.LocalAddr() }
 
 // Close stops the Transport's listeners (as their Close does), closes
 // every conn on it, and returns once each has ended, within its Linger,
@@ -251,15 +252,16 @@ func (t *Transport) Close() error {
 			}
 			return err
 		}
-		return &net.OpError{Op: "close", Net: "rudp", Addr: t.Conn.LocalAddr(), Err: err}
+		return &net.OpError{Op: "close", Net: "rudp", Addr: t.Addr(), Err: err}
 	}
 	t.mu.Lock()
 	t.closed = true
 	listeners := t.listeners
-	t.listeners = nil
 	t.mu.Unlock()
 	for _, l := range listeners {
-		_ = l.Close() // closed already by its owner: nothing more to do
+		if l != nil {
+			_ = l.Close() // closed already by its owner: nothing more to do
+		}
 	}
 	t.ep.SetNewPeer(nil)
 	for _, p := range t.ep.Peers() {

@@ -120,18 +120,21 @@ type Setup struct {
 	// datagrams, in bytes: the engine's datagrams are that much shorter.
 	Overhead int
 
+	// The common settings, rudp's Config fields of the same names,
+	// resolved: each engine maps them onto its own Config (a message
+	// conn may keep its reference's timing instead, as its package says).
 	Rand             io.Reader // nil: crypto/rand
 	Congestion       congestion.Algorithm
-	Logger           *slog.Logger
-	Tracer           *trace.ConnTracer
-	MTU              int // bytes, IP and UDP headers excluded
-	KeepAlive        time.Duration
-	IdleTimeout      time.Duration
-	HandshakeTimeout time.Duration
-	Linger           time.Duration
-	MaxMessage       int // bytes (Config.MaxMessage)
-	MaxRecvWindow    int // bytes: a stream's receive window at most
-	ResendLimit      int // sends of a packet; 0: the protocol's default
+	Logger           *slog.Logger      // never nil
+	Tracer           *trace.ConnTracer // nil: no tracing
+	MTU              int               // bytes, IP and UDP headers excluded, 576..1500
+	KeepAlive        time.Duration     // probe the peer after this long without receiving
+	IdleTimeout      time.Duration     // end after this long without receiving
+	HandshakeTimeout time.Duration     // bound on the handshake
+	Linger           time.Duration     // bound on a graceful close
+	MaxMessage       int               // bytes (Config.MaxMessage)
+	MaxRecvWindow    int               // bytes: a stream's receive window at most
+	ResendLimit      int               // sends of a packet; 0: the protocol's default
 
 	// Options are the protocol's own options (Protocol's opts).
 	Options any

@@ -93,6 +93,7 @@ type pcReader struct {
 // error is about.
 func (r *pcReader) Unreachable() []Key { return nil }
 
+// Read implements Reader.
 func (r *pcReader) Read() ([]Received, error) {
 	m := &r.ms[0]
 	n, from, err := r.pc.ReadFrom(m.buf)

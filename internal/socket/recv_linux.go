@@ -80,6 +80,7 @@ func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool, largest 
 	return r
 }
 
+// Read implements Reader.
 func (r *batchReader) Read() ([]Received, error) {
 	for i := range r.hs {
 		h := &r.hs[i].hdr
