@@ -101,7 +101,11 @@ type Config struct {
 	MaxRecvWindow int
 
 	// SendBuffer is how many bytes a stream's Write may queue beyond what
-	// the peer's window allows; Write blocks when it is full. Default 1 MiB;
+	// the engine has taken to send; Write blocks when it is full. Within
+	// it, a stream queues at most four congestion windows, and at
+	// least 64 KiB (as Linux sizes a TCP send buffer), so that many
+	// streams sharing a path hold little each; the engine holds about as
+	// much again, framed, until the peer acknowledges it. Default 1 MiB;
 	// 4 KiB to 1 GiB.
 	SendBuffer int
 

@@ -264,9 +264,10 @@ func (c *Conn) pump(now time.Time) {
 	if c.a.tr != nil {
 		defer c.traceFlow(now)
 	}
-	srtt := c.a.eng.Stats().SRTT
-	c.st.Tune(now, srtt)
-	c.useLarge(srtt)
+	stats := c.a.eng.Stats()
+	c.st.Tune(now, stats.SRTT)
+	c.st.SetSendLimit(sendLimit(stats.Congestion.Cwnd))
+	c.useLarge(stats.SRTT)
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(c.cfg.proto.Stream.Send.Channel) > 0 {
@@ -310,6 +311,16 @@ func (c *Conn) pump(now time.Time) {
 	}
 }
 
+// sendLimit is how many bytes a stream with congestion window cwnd lets
+// Write hold unsent, within Config.SendBuffer: four windows, at least
+// engine.MinSendRoom. With the engine's own queue (engine.SendRoom)
+// that keeps several windows ready behind the one in flight, so a fast
+// stream's writer is not woken for every window, while a thousand
+// streams sharing a path, each with a small window, hold little between
+// them. Linux sizes a TCP socket's send buffer from its window in the
+// same way (net/ipv4/tcp_input.c, tcp_sndbuf_expand, at v6.12).
+func sendLimit(cwnd int) int { return max(4*cwnd, engine.MinSendRoom) }
+
 // frameBuffer returns the buffer of the next frame: the engine's own
 // where it builds messages in place (engine.Builder), so that the frame
 // is not copied again, a buffer from framePool otherwise. A frame the
@@ -342,13 +353,13 @@ func (c *Conn) sendFrame() error {
 	return c.a.eng.Send(c.frame[:c.held], c.cfg.proto.Stream.Send)
 }
 
-// settled implements upper: a stream idle for trimAfter keeps no buffers,
-// nor its engine (see engine.Trimmer); keepalives settle it at least, and
+// settled implements upper: the engine of a stream idle for trimAfter
+// keeps no buffers (see engine.Trimmer; the stream's own rings are pooled
+// as soon as they are empty); keepalives settle it at least, and
 // it trims after the engine has written what was due, its answer to a
 // probe included, so that nothing allocated for that stays.
 func (c *Conn) settled(now time.Time) {
 	if now.Sub(c.active) > trimAfter {
-		c.st.Trim()
 		c.a.spare = nil
 		// The engine keeps a frame it refused in its buffer (see
 		// frameBuffer): it is trimmed once that frame has gone.

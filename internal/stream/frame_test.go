@@ -274,7 +274,7 @@ func requireProtocolAbort(t *testing.T, s *Stream, err error, name string) {
 	require.Equal(t, rstFrame(CodeProtocol, 0), next(s), name)
 	require.Nil(t, next(s), name)
 	require.True(t, s.SendDone(), name)
-	require.Nil(t, s.rx.data, name)
+	require.Nil(t, s.rx.blk, name)
 	// Later frames are ignored.
 	require.NoError(t, s.HandleFrame(dataFrame(0, "x")), name)
 	require.NoError(t, s.HandleFrame([]byte{0xff}), name)

@@ -129,10 +129,10 @@ func checkBounds(t testing.TB, s *Stream) {
 // every frame.
 func boundsViolation(s *Stream) string {
 	switch {
-	case s.tx.n > s.sendBuffer || len(s.tx.buf) > s.sendBuffer:
-		return fmt.Sprintf("send side holds %d in %d bytes, limit %d", s.tx.n, len(s.tx.buf), s.sendBuffer)
-	case s.rx.size() > roundUp64(s.recvWindow) || len(s.rx.bits)*64 != len(s.rx.data):
-		return fmt.Sprintf("receive ring of %d bytes, %d bit words, window %d", s.rx.size(), len(s.rx.bits), s.recvWindow)
+	case s.tx.n > s.sendBuffer || len(s.tx.buf()) > s.sendBuffer:
+		return fmt.Sprintf("send side holds %d in %d bytes, limit %d", s.tx.n, len(s.tx.buf()), s.sendBuffer)
+	case s.rx.size() > roundUp64(s.recvWindow) || s.rx.blk != nil && len(s.rx.blk.bits)*64 != len(s.rx.blk.data):
+		return fmt.Sprintf("receive ring of %d bytes, window %d", s.rx.size(), s.recvWindow)
 	case !(s.readOff <= s.recvNext && s.recvNext <= s.maxEnd && s.maxEnd <= s.advertised):
 		return fmt.Sprintf("offsets out of order: read %d, in order %d, max %d, advertised %d",
 			s.readOff, s.recvNext, s.maxEnd, s.advertised)
@@ -235,8 +235,8 @@ func transfer(t testing.TB, seed uint64, cfg Config, dup float64, size, maxWrite
 		require.True(t, s.RecvDone())
 		require.False(t, s.HasFrame())
 		require.Zero(t, s.Unsent())
-		require.Nil(t, s.tx.buf, "send ring released")
-		require.Nil(t, s.rx.data, "receive ring released")
+		require.Nil(t, s.tx.buf(), "send ring released")
+		require.Nil(t, s.rx.blk, "receive ring released")
 		n, err := s.Read(rbuf)
 		require.Zero(t, n)
 		require.Same(t, io.EOF, err)

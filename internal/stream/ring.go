@@ -1,16 +1,92 @@
 package stream
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync"
+)
 
 // minRing is the first capacity a ring grows to, unless its limit is lower.
 const minRing = 4096
 
+// Ring buffers of a power-of-two size from minRing to maxPooled come from
+// pools shared by every stream in the process, one per size: a ring goes
+// back to its pool as soon as it holds nothing (sendRing.pop,
+// Stream.Read), so an idle or drained stream holds no buffer and a busy
+// process reuses the same few. Larger rings, and rings cut to a limit
+// that is not a power of two, are left to the garbage collector.
+const (
+	ringClasses = 13                           // 4 KiB, 8 KiB, ..., 16 MiB
+	maxPooled   = minRing << (ringClasses - 1) // 16 MiB
+)
+
+// block is a ring's buffer; bits, one per byte of data, only on a
+// receive ring's, where they are all clear whenever the block is pooled.
+type block struct {
+	data []byte
+	bits []uint64
+}
+
+var (
+	sendBlocks [ringClasses]sync.Pool // *block without bits
+	recvBlocks [ringClasses]sync.Pool // *block with bits
+)
+
+// ringSize rounds a capacity of want up to the next pooled size (want
+// itself past maxPooled) and caps it at limit.
+func ringSize(want, limit int) int {
+	c := max(want, minRing)
+	if c <= maxPooled {
+		c = 1 << bits.Len(uint(c-1))
+	}
+	return min(c, limit)
+}
+
+// class returns the pool index of a block of capacity c, or -1 when c is
+// not a pooled size.
+func class(c int) int {
+	if c < minRing || c > maxPooled || c&(c-1) != 0 {
+		return -1
+	}
+	return bits.Len(uint(c)) - bits.Len(minRing)
+}
+
+// getBlock returns a block of capacity c from pools (recv: with clear
+// bits), or a new one.
+func getBlock(pools *[ringClasses]sync.Pool, c int, recv bool) *block {
+	if k := class(c); k >= 0 {
+		if b, ok := pools[k].Get().(*block); ok {
+			return b
+		}
+	}
+	b := &block{data: make([]byte, c)}
+	if recv {
+		b.bits = make([]uint64, c/64)
+	}
+	return b
+}
+
+// putBlock gives b back to its pool, if its size is pooled.
+func putBlock(pools *[ringClasses]sync.Pool, b *block) {
+	if k := class(len(b.data)); k >= 0 {
+		pools[k].Put(b)
+	}
+}
+
 // sendRing is a FIFO of bytes in a ring buffer that grows by doubling up to
 // a limit given by the caller.
 type sendRing struct {
-	buf  []byte
-	head int // index of the first byte held
-	n    int // bytes held
+	blk  *block // nil while the ring holds nothing
+	head int    // index of the first byte held
+	n    int    // bytes held
+	last int    // the capacity of the last buffer, which the next starts at
+}
+
+// buf is the ring's buffer; nil while it holds nothing.
+func (r *sendRing) buf() []byte {
+	if r.blk == nil {
+		return nil
+	}
+	return r.blk.data
 }
 
 // push appends p. The caller guarantees r.n+len(p) <= limit.
@@ -18,68 +94,82 @@ func (r *sendRing) push(p []byte, limit int) {
 	if len(p) == 0 {
 		return
 	}
-	if need := r.n + len(p); need > len(r.buf) {
+	if need := r.n + len(p); need > len(r.buf()) {
 		r.grow(need, limit)
 	}
+	buf := r.blk.data
 	tail := r.head + r.n
-	if tail >= len(r.buf) {
-		tail -= len(r.buf)
+	if tail >= len(buf) {
+		tail -= len(buf)
 	}
-	c := copy(r.buf[tail:], p)
-	copy(r.buf, p[c:])
+	c := copy(buf[tail:], p)
+	copy(buf, p[c:])
 	r.n += len(p)
 }
 
 func (r *sendRing) grow(need, limit int) {
-	c := max(need, 2*len(r.buf), minRing)
-	c = min(c, max(limit, need))
-	nb := make([]byte, c)
-	k := copy(nb, r.buf[r.head:min(r.head+r.n, len(r.buf))])
-	copy(nb[k:r.n], r.buf)
-	r.buf, r.head = nb, 0
+	old := r.buf()
+	nb := getBlock(&sendBlocks, ringSize(max(need, 2*len(old), r.last), max(limit, need)), false)
+	k := copy(nb.data, old[r.head:min(r.head+r.n, len(old))])
+	copy(nb.data[k:r.n], old)
+	if r.blk != nil {
+		putBlock(&sendBlocks, r.blk)
+	}
+	r.blk, r.head, r.last = nb, 0, len(nb.data)
 }
 
 // pop moves up to len(dst) bytes from the front of the ring into dst and
-// returns how many.
+// returns how many. An emptied ring gives its buffer back.
 func (r *sendRing) pop(dst []byte) int {
 	k := min(len(dst), r.n)
 	if k == 0 {
 		return 0
 	}
-	c := copy(dst[:k], r.buf[r.head:])
-	copy(dst[c:k], r.buf)
+	buf := r.blk.data
+	c := copy(dst[:k], buf[r.head:])
+	copy(dst[c:k], buf)
 	r.head += k
-	if r.head >= len(r.buf) {
-		r.head -= len(r.buf)
+	if r.head >= len(buf) {
+		r.head -= len(buf)
 	}
 	r.n -= k
 	if r.n == 0 {
-		r.head = 0
+		r.release()
 	}
 	return k
 }
 
-// release drops the ring and its contents.
-func (r *sendRing) release() { *r = sendRing{} }
+// release drops the ring's contents and gives its buffer back.
+func (r *sendRing) release() {
+	if r.blk != nil {
+		putBlock(&sendBlocks, r.blk)
+	}
+	*r = sendRing{last: r.last}
+}
 
-// recvRing holds received stream bytes at position offset mod len(data),
+// recvRing holds received stream bytes at position offset mod size(),
 // with one bit per position recording out-of-order bytes received past the
-// in-order point. len(data) is a multiple of 64, so a 64-byte aligned block
+// in-order point. size() is a multiple of 64, so a 64-byte aligned block
 // of offsets maps to exactly one word of bits.
 //
-// The owner keeps every byte it stores within a span of len(data) offsets
+// The owner keeps every byte it stores within a span of size() offsets
 // (from the reader's offset), so positions never alias, and sets bits only
 // for offsets at or past the in-order point, clearing them as that point
 // passes: a set bit always means exactly one live offset.
 type recvRing struct {
-	data []byte
-	bits []uint64
+	blk  *block // nil while the ring holds nothing
+	last uint64 // the capacity of the last buffer, which the next starts at
 }
 
 func roundUp64(n uint64) uint64 { return (n + 63) &^ 63 }
 
 // size is the ring's capacity in bytes.
-func (r *recvRing) size() uint64 { return uint64(len(r.data)) }
+func (r *recvRing) size() uint64 {
+	if r.blk == nil {
+		return 0
+	}
+	return uint64(len(r.blk.data))
+}
 
 // ensure grows the ring to hold span bytes (span <= limit, a multiple of
 // 64), keeping the bytes of [lo, hi) and the bits of [from, hi).
@@ -87,37 +177,38 @@ func (r *recvRing) ensure(span, limit, lo, from, hi uint64) {
 	if span <= r.size() {
 		return
 	}
-	c := min(roundUp64(max(span, 2*r.size(), minRing)), limit)
-	nr := recvRing{data: make([]byte, c), bits: make([]uint64, c/64)}
+	c := uint64(ringSize(int(max(span, 2*r.size(), r.last)), int(limit)))
+	nb := getBlock(&recvBlocks, int(c), true)
 	if r.size() > 0 {
 		for off := lo; off < hi; {
 			p, q := off%r.size(), off%c
 			n := min(hi-off, r.size()-p, c-q)
-			copy(nr.data[q:q+n], r.data[p:p+n])
+			copy(nb.data[q:q+n], r.blk.data[p:p+n])
 			off += n
 		}
 		for off := from; off < hi; {
 			p := off % r.size()
 			b := p % 64
 			n := min(64-b, hi-off)
-			x := r.bits[p/64] >> b
+			x := r.blk.bits[p/64] >> b
 			for i := uint64(0); x != 0 && i < n; i, x = i+1, x>>1 {
 				if x&1 != 0 {
 					q := (off + i) % c
-					nr.bits[q/64] |= 1 << (q % 64)
+					nb.bits[q/64] |= 1 << (q % 64)
 				}
 			}
 			off += n
 		}
 	}
-	*r = nr
+	r.release()
+	r.blk, r.last = nb, c
 }
 
 // put copies p to the positions of offsets [off, off+len(p)).
 func (r *recvRing) put(off uint64, p []byte) {
 	for len(p) > 0 {
 		pos := off % r.size()
-		n := copy(r.data[pos:], p)
+		n := copy(r.blk.data[pos:], p)
 		p = p[n:]
 		off += uint64(n)
 	}
@@ -127,7 +218,7 @@ func (r *recvRing) put(off uint64, p []byte) {
 func (r *recvRing) get(off uint64, dst []byte) {
 	for len(dst) > 0 {
 		pos := off % r.size()
-		n := copy(dst, r.data[pos:])
+		n := copy(dst, r.blk.data[pos:])
 		dst = dst[n:]
 		off += uint64(n)
 	}
@@ -141,9 +232,9 @@ func (r *recvRing) mark(lo, hi uint64, set bool) {
 		n := min(64-b, hi-lo)
 		m := ^uint64(0) >> (64 - n) << b
 		if set {
-			r.bits[pos/64] |= m
+			r.blk.bits[pos/64] |= m
 		} else {
-			r.bits[pos/64] &^= m
+			r.blk.bits[pos/64] &^= m
 		}
 		lo += n
 	}
@@ -155,11 +246,11 @@ func (r *recvRing) absorb(off, hi uint64) uint64 {
 	for off < hi {
 		pos := off % r.size()
 		b := pos % 64
-		run := min(uint64(bits.TrailingZeros64(^(r.bits[pos/64] >> b))), 64-b, hi-off)
+		run := min(uint64(bits.TrailingZeros64(^(r.blk.bits[pos/64] >> b))), 64-b, hi-off)
 		if run == 0 {
 			break
 		}
-		r.bits[pos/64] &^= ^uint64(0) >> (64 - run) << b
+		r.blk.bits[pos/64] &^= ^uint64(0) >> (64 - run) << b
 		off += run
 		if b+run < 64 {
 			break
@@ -168,5 +259,12 @@ func (r *recvRing) absorb(off, hi uint64) uint64 {
 	return off
 }
 
-// release drops the ring and its contents.
-func (r *recvRing) release() { *r = recvRing{} }
+// release drops the ring's contents and gives its buffer back, its bits
+// cleared.
+func (r *recvRing) release() {
+	if r.blk != nil {
+		clear(r.blk.bits)
+		putBlock(&recvBlocks, r.blk)
+	}
+	*r = recvRing{last: r.last}
+}

@@ -102,6 +102,7 @@ type Stream struct {
 	epochEnd   uint64  // maxEnd at epochAt
 	epochRate  float64 // bytes/s arriving over the previous epoch
 	sendBuffer int
+	sendLimit  int    // see SetSendLimit; 0 means sendBuffer
 	threshold  uint64 // limit increase that makes a WINDOW due
 
 	// Sending.
@@ -139,7 +140,7 @@ type Stream struct {
 	peerCode  uint8
 
 	// The receiving flags, beside the termination ones so that a Stream
-	// fits 352 bytes (every idle stream keeps one).
+	// fits 320 bytes (every idle stream keeps one).
 	opened      bool // the peer's HELLO was received
 	validated   bool // the peer echoed Token (or there is no Token)
 	finReceived bool
@@ -185,14 +186,28 @@ func (s *Stream) Write(p []byte) int {
 	return n
 }
 
-// Writable is how many bytes Write would accept now: Config.SendBuffer minus
-// Unsent, or 0 after CloseWrite or Abort or once the stream has failed.
+// Writable is how many bytes Write would accept now: Config.SendBuffer,
+// or the lower limit SetSendLimit set, minus Unsent; 0 when Unsent
+// exceeds that, after CloseWrite or Abort, and once the stream has
+// failed.
 func (s *Stream) Writable() int {
 	if s.closeWrite || s.err != nil {
 		return 0
 	}
-	return s.sendBuffer - s.tx.n
+	limit := s.sendBuffer
+	if s.sendLimit > 0 {
+		limit = min(limit, s.sendLimit)
+	}
+	return max(0, limit-s.tx.n)
 }
+
+// SetSendLimit lowers the bytes Write may hold unsent to n (at least 1),
+// or restores Config.SendBuffer with 0; a limit above Config.SendBuffer
+// is Config.SendBuffer. The bytes already held stay: Write accepts
+// nothing until Unsent falls below the new limit. A caller sets it from
+// the engine's congestion window, so that a stream that can send little
+// holds little (see the package documentation, Memory).
+func (s *Stream) SetSendLimit(n int) { s.sendLimit = n }
 
 // Unsent is the number of bytes accepted by Write and not yet framed by
 // NextFrame; 0 once the stream has failed.
@@ -221,7 +236,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 	}
 	s.rx.get(s.readOff, p[:n])
 	s.readOff += n
-	if s.finReceived && s.readOff == s.final {
+	if s.readOff == s.maxEnd { // drained: nothing in order or beyond
 		s.rx.release()
 	}
 	return int(n), nil
@@ -364,20 +379,6 @@ func (s *Stream) NextFrame(buf []byte) int {
 		return putValue(buf, typeFin, s.sendStart+s.sendOff)
 	}
 	return 0
-}
-
-// Trim frees the send and receive buffers when they hold nothing (no byte
-// written and not framed, none received and not read), so that an idle
-// stream keeps no buffer; they are allocated again when used. Call it
-// when the stream has been idle for a while, not after every Read: a busy
-// stream would allocate its buffers over and over.
-func (s *Stream) Trim() {
-	if s.tx.n == 0 {
-		s.tx.release()
-	}
-	if s.readOff == s.recvNext && s.recvNext == s.maxEnd {
-		s.rx.release()
-	}
 }
 
 // RecvWindow is the current receive window in bytes.

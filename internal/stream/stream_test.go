@@ -261,7 +261,7 @@ func TestSendRingWrap(t *testing.T) {
 		}
 		in = append(in, p...)
 		r.push(p, 10000)
-		require.LessOrEqual(t, len(r.buf), 10000)
+		require.LessOrEqual(t, len(r.buf()), 10000)
 		k := r.pop(dst[:(i*104729)%5000])
 		out = append(out, dst[:k]...)
 	}
@@ -273,7 +273,51 @@ func TestSendRingWrap(t *testing.T) {
 }
 
 // TestStreamSize: every idle stream keeps one Stream, which fits the
-// allocator's 352-byte size class (the next is 384).
+// allocator's 320-byte size class (the next is 352).
 func TestStreamSize(t *testing.T) {
-	require.LessOrEqual(t, unsafe.Sizeof(Stream{}), uintptr(352))
+	require.LessOrEqual(t, unsafe.Sizeof(Stream{}), uintptr(320))
+}
+
+// TestRingsPooledWhenDrained: a stream still open whose written bytes are
+// all framed, and whose received bytes are all read, holds no buffer; the
+// next bytes take one again.
+func TestRingsPooledWhenDrained(t *testing.T) {
+	l := newLink(t, 7, Config{MaxFrame: 512}, 0)
+	src := randBytes(l.rng, 20000)
+	for round := range 3 {
+		require.Equal(t, len(src), l.a.Write(src))
+		require.NotNil(t, l.a.tx.blk, "round %d: written bytes held", round)
+		l.settle()
+		require.Nil(t, l.a.tx.blk, "round %d: every byte framed", round)
+		require.NotNil(t, l.b.rx.blk, "round %d: received bytes held", round)
+		got := make([]byte, len(src))
+		for k := 0; k < len(got); {
+			n, err := l.b.Read(got[k:])
+			require.NoError(t, err)
+			require.NotZero(t, n)
+			k += n
+		}
+		require.Equal(t, src, got)
+		require.Nil(t, l.b.rx.blk, "round %d: every byte read", round)
+	}
+}
+
+// TestSendLimit: Write holds at most the lower of Config.SendBuffer and
+// the limit SetSendLimit sets, and accepts nothing while the bytes
+// already held exceed a limit lowered under them.
+func TestSendLimit(t *testing.T) {
+	s := New(Config{SendBuffer: 64 << 10})
+	p := make([]byte, 100<<10)
+	s.SetSendLimit(10000)
+	require.Equal(t, 10000, s.Write(p))
+	require.Zero(t, s.Writable())
+	s.SetSendLimit(1 << 20) // above SendBuffer: SendBuffer
+	require.Equal(t, 64<<10-10000, s.Writable())
+	require.Equal(t, 64<<10-10000, s.Write(p))
+	s.SetSendLimit(4096) // below what is held
+	require.Zero(t, s.Writable())
+	require.Zero(t, s.Write(p))
+	s.SetSendLimit(0)
+	require.Zero(t, s.Writable())
+	require.Equal(t, 64<<10, s.Unsent())
 }
