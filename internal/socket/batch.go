@@ -13,7 +13,8 @@ const (
 	groBatch  = 8 // with GRO, each read buffer holds up to 64 KiB of joined datagrams
 	// groBatchConnected is groBatch for a connected socket (a dialed
 	// conn's): its one peer's datagrams are joined already, and a program
-	// with many conns should not hold half a MiB of buffers for each.
+	// with many busy conns should not take half a MiB of buffers for each
+	// (an idle one holds none, see batchReader).
 	groBatchConnected = 2
 	// SendBatch is how many datagrams a sender hands Send at once.
 	SendBatch = 16

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -13,14 +14,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// batchReader reads up to len(ms) datagrams per recvmmsg(2), decoding
-// each sender's address in place: golang.org/x/net/ipv4's ReadBatch
-// allocates a net.Addr for every datagram (internal/socket,
-// mmsghdrs.unpack), which is most of the garbage a busy endpoint makes.
+// batchReader reads up to n datagrams per recvmmsg(2), decoding each
+// sender's address in place: golang.org/x/net/ipv4's ReadBatch allocates
+// a net.Addr for every datagram (internal/socket, mmsghdrs.unpack), which
+// is most of the garbage a busy endpoint makes.
+//
+// Idle, a reader holds no receive buffers: only its headers, iovecs and
+// address scratch (under 4 KiB with n = readBatch). Its buffer set, n
+// buffers of size bytes and their control message room (512 KiB for a
+// listener with GRO, 128 KiB for a connected socket with GRO, 32 of
+// 2,049 bytes without), comes from the process-wide pool of its shape
+// when a read attempt starts, and goes back when recvmmsg finds the
+// socket empty, before the raw conn waits for the socket to be readable.
+// That is in the Read after the one that returned the messages in the
+// set: the caller is done with them. Under load, while each attempt finds
+// datagrams, the reader keeps the same set: no pool traffic. A program
+// with many idle sockets (a dialed conn has one each) thus holds buffers
+// in proportion to the sockets with datagrams waiting, not to the
+// sockets. The pool (a sync.Pool) keeps a set given back until two
+// garbage collections pass without it being taken, and keeps sets per
+// processor: a reader woken on one P after giving its set back on
+// another may take a new set, so that a shape can have up to about
+// GOMAXPROCS sets cached while traffic comes and goes.
 type batchReader struct {
 	uc    *net.UDPConn
 	rc    syscall.RawConn
-	ms    []Received
+	pool  *sync.Pool // of *recvSet of this reader's shape
+	set   *recvSet   // the buffers hs point into; nil while idle
 	hs    []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
@@ -36,6 +56,35 @@ type batchReader struct {
 	errq    *errQueue    // nil without IP_RECVERR
 	sendErr *atomic.Bool // raised when a send took the socket's ICMP error (see endpoint.sendErr)
 	unreach []Key
+}
+
+// recvSet is one batch reader's receive buffers, as its pool holds them.
+type recvSet struct{ ms []Received }
+
+// recvShape is the shape of a batch reader's buffers: n of size bytes.
+type recvShape struct{ n, size int }
+
+// recvPools holds the pool of buffer sets of each shape (there are three
+// in use, see Socket.NewReader): readers of one shape share theirs.
+var recvPools struct {
+	mu sync.Mutex
+	m  map[recvShape]*sync.Pool
+}
+
+// recvPool returns the pool of buffer sets of n buffers of size bytes.
+func recvPool(n, size int) *sync.Pool {
+	recvPools.mu.Lock()
+	defer recvPools.mu.Unlock()
+	sh := recvShape{n, size}
+	p := recvPools.m[sh]
+	if p == nil {
+		p = &sync.Pool{New: func() any { return &recvSet{ms: newReceived(n, size)} }}
+		if recvPools.m == nil {
+			recvPools.m = make(map[recvShape]*sync.Pool)
+		}
+		recvPools.m[sh] = p
+	}
+	return p
 }
 
 // mmsghdr is struct mmsghdr of recvmmsg(2).
@@ -57,7 +106,7 @@ func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool, largest 
 	r := &batchReader{
 		uc:    uc,
 		rc:    rc,
-		ms:    newReceived(n, size),
+		pool:  recvPool(n, size),
 		hs:    make([]mmsghdr, n),
 		iovs:  make([]unix.Iovec, n),
 		names: make([]unix.RawSockaddrInet6, n),
@@ -67,17 +116,36 @@ func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool, largest 
 	}
 	r.recv = r.recvmmsg
 	for i := range r.hs {
-		r.iovs[i].Base = &r.ms[i].buf[0]
 		r.iovs[i].SetLen(size)
 		h := &r.hs[i].hdr
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
-		if len(r.ms[i].oob) > 0 {
-			h.Control = &r.ms[i].oob[0]
-		}
 	}
 	return r
+}
+
+// attach takes a buffer set from the pool and points the headers at it.
+func (r *batchReader) attach() {
+	r.set = r.pool.Get().(*recvSet)
+	for i := range r.hs {
+		m := &r.set.ms[i]
+		r.iovs[i].Base = &m.buf[0]
+		if len(m.oob) > 0 {
+			r.hs[i].hdr.Control = &m.oob[0]
+		}
+	}
+}
+
+// release gives the buffer set back to the pool, and clears the headers'
+// pointers into it, so that the reader keeps none of it alive.
+func (r *batchReader) release() {
+	for i := range r.hs {
+		r.iovs[i].Base = nil
+		r.hs[i].hdr.Control = nil
+	}
+	r.pool.Put(r.set)
+	r.set = nil
 }
 
 // Read implements Reader.
@@ -85,7 +153,7 @@ func (r *batchReader) Read() ([]Received, error) {
 	for i := range r.hs {
 		h := &r.hs[i].hdr
 		h.Namelen = unix.SizeofSockaddrInet6
-		h.SetControllen(len(r.ms[i].oob))
+		h.SetControllen(oobSize)
 		h.Flags = 0
 	}
 	err := r.rc.Read(r.recv)
@@ -95,14 +163,15 @@ func (r *batchReader) Read() ([]Received, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "read", Net: r.uc.LocalAddr().Network(), Source: r.uc.LocalAddr(), Err: err}
 	}
-	for i := range r.n {
-		h, m := &r.hs[i].hdr, &r.ms[i]
+	ms := r.set.ms[:r.n]
+	for i := range ms {
+		h, m := &r.hs[i].hdr, &ms[i]
 		m.n, m.nn, m.flags = int(r.hs[i].n), int(h.Controllen), int(h.Flags)
 		if !r.sender(m, i) {
 			m.n = 0 // not from an IP address: nothing to take
 		}
 	}
-	return r.ms[:r.n], nil
+	return ms, nil
 }
 
 // recvmmsg is the raw conn's read function: it reports false to wait
@@ -112,8 +181,19 @@ func (r *batchReader) Read() ([]Received, error) {
 // send, so the queue is never left to fill); any port unreachable among
 // them makes the read fail with ECONNREFUSED, so that the endpoint
 // reports them.
+//
+// It reads into the reader's buffer set, taking one from the pool if it
+// has none, and gives the set back when the socket has no datagram: the
+// caller of Read is done with the last read's messages by then, and the
+// reader holds no buffers while it waits.
 func (r *batchReader) recvmmsg(fd uintptr) bool {
+	if r.set == nil {
+		r.attach()
+	}
 	n, errno, ready := mmsg(unix.SYS_RECVMMSG, fd, r.hs)
+	if !ready {
+		r.release()
+	}
 	if r.errq != nil && (errno != 0 || r.sendErr.Load() && r.sendErr.Swap(false)) {
 		if r.unreach = r.errq.read(fd, r.unreach); len(r.unreach) > 0 {
 			n, errno, ready = 0, unix.ECONNREFUSED, true
