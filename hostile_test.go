@@ -1359,6 +1359,28 @@ func TestHostileIdleClients(t *testing.T) {
 	}
 }
 
+// waitQuiet waits until no datagram reaches conns for 50 ms, so that
+// whatever a burst of traffic holds has been given back.
+func waitQuiet(t testing.TB, conns []*Conn) {
+	t.Helper()
+	received := func() (n uint64) {
+		for _, c := range conns {
+			n += c.Stats().PacketsReceived
+		}
+		return n
+	}
+	deadline := time.Now().Add(hangGuard)
+	for last := received(); ; {
+		time.Sleep(50 * time.Millisecond)
+		now := received()
+		if now == last {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "datagrams still arriving after %v", hangGuard)
+		last = now
+	}
+}
+
 // plainConn hides a *net.UDPConn's type, so that an endpoint uses plain
 // ReadFrom and WriteTo.
 type plainConn struct{ net.PacketConn }
@@ -1427,6 +1449,9 @@ func idleHeap(t testing.TB, p Protocol, n int) int {
 		c.settled(c.active.Add(trimAfter + 1))
 		c.a.mu.Unlock()
 	}
+	// Measured once nothing arrives any more: a socket reader holds
+	// receive buffers only while datagrams come in.
+	waitQuiet(t, conns)
 	idle := heapAlloc()
 	if profile := os.Getenv("RUDP_IDLE_HEAPPROFILE"); profile != "" {
 		f, err := os.Create(profile)
