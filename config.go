@@ -284,10 +284,6 @@ type Config struct {
 	proto  *protocolEntry // Protocol's entry in the table (resolved)
 	opts   any            // the protocol's own options (resolved)
 	roster engine.Roster  // a message listener's shared state, if its protocol has one
-
-	// largeRTT replaces localRTT when set, so that tests decide whether
-	// a stream over loopback sends large frames, whatever its RTT.
-	largeRTT time.Duration
 }
 
 // Congestion is a congestion controller (Config.Congestion).

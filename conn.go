@@ -1,7 +1,6 @@
 package rudp
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"net"
@@ -267,7 +266,7 @@ func (c *Conn) pump(now time.Time) {
 	stats := c.a.eng.Stats()
 	c.st.Tune(now, stats.SRTT)
 	c.st.SetSendLimit(sendLimit(stats.Congestion.Cwnd))
-	c.useLarge(stats.SRTT)
+	c.useLarge()
 	for range 2 {
 		drained := false // the stream has no frame left to send
 		for c.a.eng.Pending() < c.maxQueued && c.a.eng.SendRoom(c.cfg.proto.Stream.Send.Channel) > 0 {
@@ -415,35 +414,30 @@ func (c *Conn) traceFlow(now time.Time) {
 	c.flowBlocked = blocked
 }
 
-// useLarge lets the engine send large frames, given the path's smoothed
-// RTT, once the conn is open (the peer's HELLO has arrived, and a
-// listener's peer has shown that it receives, which lifts the
-// amplification limit that would otherwise drop a large frame as if the
-// path had), if the engine can, the address and MTU allow, and srtt is
-// below localRTT; while only srtt stands in the way it asks again at the
-// next call. Call with the lock held.
-func (c *Conn) useLarge(srtt time.Duration) {
+// useLarge lets the engine send large frames once the conn is open (the
+// peer's HELLO has arrived, and a listener's peer has shown that it
+// receives, which lifts the amplification limit that would otherwise drop
+// a large frame as if the path had), if the engine can and the address
+// and MTU allow. No RTT tells the loopback interface from a relay on a
+// loopback address in front of a smaller MTU, least of all in a busy
+// process, whose queues make a thousand loopback streams' RTTs tens of
+// milliseconds: the engine's first large frames probe the path, and one
+// lost before any is acknowledged gives them up (engine.LargeFramer).
+// Call with the lock held.
+func (c *Conn) useLarge() {
 	if c.largeChecked || !c.opened {
 		return
 	}
-	lf, ok := c.a.eng.(engine.LargeFramer)
-	if !ok || largeFrame(lf, c.raddr, loopbackMTU()) == 0 {
-		c.largeChecked = true
-		return
-	}
-	if srtt <= 0 || srtt >= cmp.Or(c.cfg.largeRTT, localRTT) {
-		return
-	}
 	c.largeChecked = true
-	lf.SetMaxFrame(largeFrame(lf, c.raddr, loopbackMTU()))
-	c.a.sendsLarge = true
+	lf, ok := c.a.eng.(engine.LargeFramer)
+	if !ok {
+		return
+	}
+	if n := largeFrame(lf, c.raddr, loopbackMTU()); n > 0 {
+		lf.SetMaxFrame(n)
+		c.a.sendsLarge = true
+	}
 }
-
-// localRTT is the smoothed RTT below which a path to a loopback address
-// is taken for the loopback interface itself, which answers in tens of
-// microseconds; a relay listening on the loopback address in front of a
-// real path answers in that path's RTT, and gets no large frames.
-const localRTT = time.Millisecond
 
 // names implements kind.
 func (c *Conn) names() (what, other string) { return "stream", "message conns (ListenMessages)" }

@@ -12,8 +12,8 @@ import (
 // Large frames. Between two rudp stream peers on one host, the path is
 // the loopback interface, whose MTU (65,536 bytes on Linux) is far above
 // the 1472 bytes a POROUS datagram has on the Internet; the kernel's own
-// TCP uses it whole. A POROUS stream whose peer is on a loopback address,
-// at the loopback's RTT (below localRTT), sends Data frames of up to
+// TCP uses it whole. A POROUS stream whose peer is on a loopback address
+// sends Data frames of up to
 // 64 KB (44 fragments, engine.LargeFramer) once the peer's HELLO has
 // shown that it takes them (stream version 3), and so pays its costs per
 // datagram (system calls, seal, acknowledgement, congestion control) once
