@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,16 +32,14 @@ import (
 // datagrams, the reader keeps the same set: no pool traffic. A program
 // with many idle sockets (a dialed conn has one each) thus holds buffers
 // in proportion to the sockets with datagrams waiting, not to the
-// sockets. The pool (a sync.Pool) keeps a set given back until two
-// garbage collections pass without it being taken, and keeps sets per
-// processor: a reader woken on one P after giving its set back on
-// another may take a new set, so that a shape can have up to about
-// GOMAXPROCS sets cached while traffic comes and goes.
+// sockets. The pool keeps at most maxFreeSets sets of each shape (see
+// recvPool); a set given back beyond them is left to the garbage
+// collector.
 type batchReader struct {
 	uc    *net.UDPConn
 	rc    syscall.RawConn
-	pool  *sync.Pool // of *recvSet of this reader's shape
-	set   *recvSet   // the buffers hs point into; nil while idle
+	pool  *recvPool // of this reader's shape
+	set   *recvSet  // the buffers hs point into; nil while idle
 	hs    []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
@@ -64,23 +63,63 @@ type recvSet struct{ ms []Received }
 // recvShape is the shape of a batch reader's buffers: n of size bytes.
 type recvShape struct{ n, size int }
 
+// recvPool is the free list of buffer sets of one shape, shared by the
+// readers of that shape in the process. A mutex and a slice, not a
+// sync.Pool: a fast stream's reader gives its set back every time the
+// socket runs dry, many times between two garbage collections, and a
+// sync.Pool emptied by each collection (frequent with a small heap) made
+// it allocate a new set most times.
+type recvPool struct {
+	shape recvShape
+	mu    sync.Mutex
+	free  []*recvSet
+}
+
+// maxFreeSets bounds the sets a recvPool keeps: about as many readers as
+// can run at once take one, and at most one set per running reader is
+// given back between two reads of that reader.
+var maxFreeSets = 4*runtime.GOMAXPROCS(0) + 4
+
+// get returns a set from the free list, or a new one.
+func (p *recvPool) get() *recvSet {
+	p.mu.Lock()
+	if k := len(p.free); k > 0 {
+		s := p.free[k-1]
+		p.free[k-1] = nil
+		p.free = p.free[:k-1]
+		p.mu.Unlock()
+		return s
+	}
+	p.mu.Unlock()
+	return &recvSet{ms: newReceived(p.shape.n, p.shape.size)}
+}
+
+// put keeps s for the next get, unless maxFreeSets are kept already.
+func (p *recvPool) put(s *recvSet) {
+	p.mu.Lock()
+	if len(p.free) < maxFreeSets {
+		p.free = append(p.free, s)
+	}
+	p.mu.Unlock()
+}
+
 // recvPools holds the pool of buffer sets of each shape (there are three
 // in use, see Socket.NewReader): readers of one shape share theirs.
 var recvPools struct {
 	mu sync.Mutex
-	m  map[recvShape]*sync.Pool
+	m  map[recvShape]*recvPool
 }
 
-// recvPool returns the pool of buffer sets of n buffers of size bytes.
-func recvPool(n, size int) *sync.Pool {
+// poolOf returns the pool of buffer sets of n buffers of size bytes.
+func poolOf(n, size int) *recvPool {
 	recvPools.mu.Lock()
 	defer recvPools.mu.Unlock()
 	sh := recvShape{n, size}
 	p := recvPools.m[sh]
 	if p == nil {
-		p = &sync.Pool{New: func() any { return &recvSet{ms: newReceived(n, size)} }}
+		p = &recvPool{shape: sh}
 		if recvPools.m == nil {
-			recvPools.m = make(map[recvShape]*sync.Pool)
+			recvPools.m = make(map[recvShape]*recvPool)
 		}
 		recvPools.m[sh] = p
 	}
@@ -106,7 +145,7 @@ func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool, largest 
 	r := &batchReader{
 		uc:    uc,
 		rc:    rc,
-		pool:  recvPool(n, size),
+		pool:  poolOf(n, size),
 		hs:    make([]mmsghdr, n),
 		iovs:  make([]unix.Iovec, n),
 		names: make([]unix.RawSockaddrInet6, n),
@@ -127,7 +166,7 @@ func newBatchReader(uc *net.UDPConn, n, size int, sendErr *atomic.Bool, largest 
 
 // attach takes a buffer set from the pool and points the headers at it.
 func (r *batchReader) attach() {
-	r.set = r.pool.Get().(*recvSet)
+	r.set = r.pool.get()
 	for i := range r.hs {
 		m := &r.set.ms[i]
 		r.iovs[i].Base = &m.buf[0]
@@ -144,7 +183,7 @@ func (r *batchReader) release() {
 		r.iovs[i].Base = nil
 		r.hs[i].hdr.Control = nil
 	}
-	r.pool.Put(r.set)
+	r.pool.put(r.set)
 	r.set = nil
 }
 
