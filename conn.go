@@ -3,6 +3,7 @@ package rudp
 import (
 	"context"
 	"math"
+	"math/bits"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -311,14 +312,30 @@ func (c *Conn) pump(now time.Time) {
 }
 
 // sendLimit is how many bytes a stream with congestion window cwnd lets
-// Write hold unsent, within Config.SendBuffer: four windows, at least
-// engine.MinSendRoom. With the engine's own queue (engine.SendRoom)
-// that keeps several windows ready behind the one in flight, so a fast
-// stream's writer is not woken for every window, while a thousand
-// streams sharing a path, each with a small window, hold little between
-// them. Linux sizes a TCP socket's send buffer from its window in the
-// same way (net/ipv4/tcp_input.c, tcp_sndbuf_expand, at v6.12).
-func sendLimit(cwnd int) int { return max(4*cwnd, engine.MinSendRoom) }
+// Write hold unsent, within Config.SendBuffer: four windows, and no more
+// than its share of sendBudget among the streams of the process that
+// hold unsent bytes, but at least minSendLimit. With the engine's own
+// queue (engine.SendRoom) four windows keep several ready behind the one
+// in flight, so that a fast stream's writer is not woken for every
+// window; the share keeps a thousand streams writing at once from each
+// holding its four windows. It is a power of two, rounded down, so
+// that the stream's ring keeps to the sizes its pool holds. Linux sizes a TCP socket's send buffer from
+// its window in the same way (net/ipv4/tcp_input.c, tcp_sndbuf_expand,
+// at v6.12), within a memory limit shared by all sockets (tcp_mem).
+func sendLimit(cwnd int) int {
+	n := max(min(4*cwnd, sendBudget/max(stream.Sending(), 1)), minSendLimit)
+	return 1 << (bits.Len(uint(n)) - 1) // a ring size the pools keep
+}
+
+// sendBudget is the unsent bytes that the streams of a process hold
+// between them before each is held to its share (see sendLimit): it only
+// binds when more than 32 streams write at once with the default
+// Config.SendBuffer.
+const sendBudget = 32 << 20
+
+// minSendLimit is the least a stream may hold unsent: a large frame's
+// worth of a busy process's share, so that its frames stay large.
+const minSendLimit = 16 << 10
 
 // frameBuffer returns the buffer of the next frame: the engine's own
 // where it builds messages in place (engine.Builder), so that the frame

@@ -106,15 +106,17 @@
 // # Memory
 //
 // The receive side holds at most Config.RecvWindow stream bytes (unread bytes
-// in order, plus segments received out of order) in a ring of at most
-// RecvWindow rounded up to 64 bytes, with one bit per byte more to track
-// out-of-order segments; the ring grows with use. The send side holds at most
-// Config.SendBuffer bytes accepted by Write and not yet framed, or the lower
-// limit the caller sets with SetSendLimit, in a ring that grows with use.
-// Framed bytes are the engine's: a Stream keeps none. A ring goes back to a
-// pool shared by all streams in the process as soon as it holds nothing
-// (the reader has read every byte received, or every byte written has been
-// framed), so a stream's memory follows the bytes it holds, not its limits.
+// in order, plus segments received out of order) in a ring that grows with
+// use, with one bit per byte more to track out-of-order segments. The send
+// side holds at most Config.SendBuffer bytes accepted by Write and not yet
+// framed, or the lower limit the caller sets with SetSendLimit, in a ring
+// that grows with use. Framed bytes are the engine's: a Stream keeps none.
+// A ring goes back to a pool shared by all streams in the process as soon
+// as it holds nothing (the reader has read every byte received, or every
+// byte written has been framed), so a stream's memory follows the bytes it
+// holds, not its limits. Ring sizes are powers of two from 4 KiB to 16 MiB,
+// so that a ring's buffer may be up to twice its limit (RecvWindow rounded
+// up to 64 bytes, or the send limit) although the bytes it holds are not.
 //
 // # Termination
 //

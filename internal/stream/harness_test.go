@@ -129,9 +129,9 @@ func checkBounds(t testing.TB, s *Stream) {
 // every frame.
 func boundsViolation(s *Stream) string {
 	switch {
-	case s.tx.n > s.sendBuffer || len(s.tx.buf()) > s.sendBuffer:
+	case s.tx.n > s.sendBuffer || len(s.tx.buf()) > pooledSize(s.sendBuffer):
 		return fmt.Sprintf("send side holds %d in %d bytes, limit %d", s.tx.n, len(s.tx.buf()), s.sendBuffer)
-	case s.rx.size() > roundUp64(s.recvWindow) || s.rx.blk != nil && len(s.rx.blk.bits)*64 != len(s.rx.blk.data):
+	case s.rx.size() > uint64(pooledSize(int(roundUp64(s.recvWindow)))) || s.rx.blk != nil && len(s.rx.blk.bits)*64 != len(s.rx.blk.data):
 		return fmt.Sprintf("receive ring of %d bytes, window %d", s.rx.size(), s.recvWindow)
 	case !(s.readOff <= s.recvNext && s.recvNext <= s.maxEnd && s.maxEnd <= s.advertised):
 		return fmt.Sprintf("offsets out of order: read %d, in order %d, max %d, advertised %d",

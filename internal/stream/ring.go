@@ -3,6 +3,7 @@ package stream
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // minRing is the first capacity a ring grows to, unless its limit is lower.
@@ -29,16 +30,29 @@ type block struct {
 var (
 	sendBlocks [ringClasses]sync.Pool // *block without bits
 	recvBlocks [ringClasses]sync.Pool // *block with bits
+	sending    atomic.Int64           // send rings holding bytes, in the process
 )
 
+// Sending is the number of streams in the process holding bytes written
+// and not yet framed: the streams competing to send now.
+func Sending() int { return int(sending.Load()) }
+
 // ringSize rounds a capacity of want up to the next pooled size (want
-// itself past maxPooled) and caps it at limit.
+// itself past maxPooled) and caps it at limit, itself rounded up so: a
+// ring cut to a limit that is not a pooled size would be allocated anew
+// each time its stream drains it, so a ring's buffer may exceed its
+// limit by less than the limit itself (the bytes it holds never do).
 func ringSize(want, limit int) int {
-	c := max(want, minRing)
-	if c <= maxPooled {
-		c = 1 << bits.Len(uint(c-1))
+	return min(pooledSize(max(want, minRing)), pooledSize(limit))
+}
+
+// pooledSize rounds n up to a power of two, up to maxPooled; a larger n
+// is returned as it is.
+func pooledSize(n int) int {
+	if n <= 1 || n > maxPooled {
+		return n
 	}
-	return min(c, limit)
+	return 1 << bits.Len(uint(n-1))
 }
 
 // class returns the pool index of a block of capacity c, or -1 when c is
@@ -114,6 +128,8 @@ func (r *sendRing) grow(need, limit int) {
 	copy(nb.data[k:r.n], old)
 	if r.blk != nil {
 		putBlock(&sendBlocks, r.blk)
+	} else {
+		sending.Add(1)
 	}
 	r.blk, r.head, r.last = nb, 0, len(nb.data)
 }
@@ -143,6 +159,7 @@ func (r *sendRing) pop(dst []byte) int {
 func (r *sendRing) release() {
 	if r.blk != nil {
 		putBlock(&sendBlocks, r.blk)
+		sending.Add(-1)
 	}
 	*r = sendRing{last: r.last}
 }
@@ -264,6 +281,16 @@ func (r *recvRing) absorb(off, hi uint64) uint64 {
 func (r *recvRing) release() {
 	if r.blk != nil {
 		clear(r.blk.bits)
+	}
+	r.drained()
+}
+
+// drained gives the buffer back when the ring holds no byte past the
+// in-order point, so that every bit is clear already (see recvRing):
+// clearing them would cost a sixty-fourth of the ring's size each time a
+// fast reader catches up.
+func (r *recvRing) drained() {
+	if r.blk != nil {
 		putBlock(&recvBlocks, r.blk)
 	}
 	*r = recvRing{last: r.last}

@@ -182,7 +182,7 @@ func New(cfg Config) *Stream {
 // has failed (see Err).
 func (s *Stream) Write(p []byte) int {
 	n := min(len(p), s.Writable())
-	s.tx.push(p[:n], s.sendBuffer)
+	s.tx.push(p[:n], s.sendCap())
 	return n
 }
 
@@ -194,11 +194,16 @@ func (s *Stream) Writable() int {
 	if s.closeWrite || s.err != nil {
 		return 0
 	}
-	limit := s.sendBuffer
+	return max(0, s.sendCap()-s.tx.n)
+}
+
+// sendCap is the most Write may hold unsent now: Config.SendBuffer, or
+// the lower limit SetSendLimit set.
+func (s *Stream) sendCap() int {
 	if s.sendLimit > 0 {
-		limit = min(limit, s.sendLimit)
+		return min(s.sendBuffer, s.sendLimit)
 	}
-	return max(0, limit-s.tx.n)
+	return s.sendBuffer
 }
 
 // SetSendLimit lowers the bytes Write may hold unsent to n (at least 1),
@@ -236,8 +241,8 @@ func (s *Stream) Read(p []byte) (int, error) {
 	}
 	s.rx.get(s.readOff, p[:n])
 	s.readOff += n
-	if s.readOff == s.maxEnd { // drained: nothing in order or beyond
-		s.rx.release()
+	if s.readOff == s.maxEnd { // nothing in order or beyond
+		s.rx.drained()
 	}
 	return int(n), nil
 }
