@@ -18,8 +18,6 @@ const (
 	// WindowAckSpacing is M: WindowAcks and Unreliable-packet Sentinels
 	// are sent for packet_seq ≡ M − 1 (mod M) (docs/protocols/porous.md §2 row 3).
 	WindowAckSpacing = 2048
-	// maxPooledSize is the largest packet buffer recycled (see release).
-	maxPooledSize = 64 << 10
 )
 
 // outPacket is a packet accepted by Send and not yet confirmed.
@@ -192,37 +190,14 @@ func (s *Session) queueWindowAck(ch uint8, m uint32) {
 	}
 }
 
-// newPacket returns a packet with an n-byte data buffer, recycled when
-// possible.
-func (s *Session) newPacket(n int) *outPacket {
-	if k := len(s.free); k > 0 {
-		p := s.free[k-1]
-		s.free[k-1] = nil
-		s.free = s.free[:k-1]
-		s.freeBytes -= cap(p.data)
-		if cap(p.data) >= n {
-			p.data = p.data[:n]
-			return p
-		}
-		p.data = make([]byte, n)
-		return p
-	}
-	return &outPacket{data: make([]byte, n)}
-}
-
-// release accounts for a packet that is confirmed and recycles it. The
-// recycled packets are at most MaxQueued, of at most MaxQueuedBytes in
-// all, as many as may be pending, so that a sender in steady state
-// allocates none; Trim frees them.
+// release accounts for a packet that is confirmed and puts it back in
+// the shared pools (see freePacket): every frame that carried one of its
+// fragments is acknowledged (or, Unreliable, sent or expired), and its
+// channel's queue no longer holds it.
 func (s *Session) release(p *outPacket) {
 	s.pending--
 	s.pendBytes -= len(p.data)
-	c := cap(p.data)
-	if len(s.free) < s.cfg.MaxQueued && c <= maxPooledSize && s.freeBytes+c <= s.cfg.MaxQueuedBytes {
-		*p = outPacket{data: p.data[:0]}
-		s.free = append(s.free, p)
-		s.freeBytes += c
-	}
+	freePacket(p)
 }
 
 // rxEntry is a packet of a channel's receive queue (docs/protocols/porous.md §3.6).
@@ -452,22 +427,17 @@ func (s *Session) bufferCost(m *Message) int {
 
 // recvBuffer returns the reassembly buffer of m's packet, of capacity c
 // (bufferCost). A packet of one fragment filling more than half of one
-// gets FragmentSize, from the pool of recycled buffers when it has one, so
-// that a caller that recycles (a stream) allocates nothing per packet; a
-// smaller one gets its size, so that tiny messages do not hold a
-// fragment's worth.
+// gets FragmentSize, from the shared pool of that class (see
+// packetPools), so that a caller that recycles (a stream) allocates
+// nothing per packet; a smaller one gets its size, so that tiny messages
+// do not hold a fragment's worth.
 func (s *Session) recvBuffer(m *Message, c int) []byte {
+	if c == FragmentSize && m.LastFragmentID == 0 {
+		return fragmentBuffer(len(m.Data))
+	}
 	n := c
 	if m.LastFragmentID == 0 {
 		n = len(m.Data)
-	}
-	if c == FragmentSize && m.LastFragmentID == 0 {
-		if k := len(s.recvPool); k > 0 {
-			b := s.recvPool[k-1][:n]
-			s.recvPool[k-1] = nil
-			s.recvPool = s.recvPool[:k-1]
-			return b
-		}
 	}
 	return make([]byte, n, c)
 }

@@ -156,6 +156,10 @@
 //     its fragments are sent. Send refuses more than Config.MaxQueued
 //     pending packets or Config.MaxQueuedBytes pending bytes (one packet
 //     is always admitted when nothing is pending).
+//   - Buffers: the buffers of packets sent, and the reassembly buffers of
+//     packets of one fragment received (handed back by Recycle), come
+//     from pools shared by all the sessions of the process, by size class
+//     (see packetPools): a session with nothing in flight holds none.
 //   - Bounds: 64 queued control frames (more are dropped; each is repeated
 //     by its timer or by the peer), 8 outstanding pings, 65536 frame IDs
 //     waiting for a DataAck, the transfer queue by the 32768-frame window,

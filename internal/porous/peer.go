@@ -329,12 +329,17 @@ func (s *Session) sendPing() {
 // structures of the channels that hold nothing (as each ping does, see
 // trim), the history of frames received when it has no gap, the
 // transfer queue's slots and the session's queues when they are empty,
-// the recycled packets and reassembly buffers, the scratch slices, and
-// the congestion controller's model when nothing is in flight. They are allocated again when needed.
+// the scratch slices, and the congestion controller's model when nothing
+// is in flight. They are allocated again when needed. The buffer
+// MessageBuffer returned goes back to the shared pools (see packetPools):
+// the caller must not use it after Trim.
 func (s *Session) Trim() {
 	s.trim(true)
 	s.cc.Trim()
-	s.free, s.freeBytes, s.recvPool, s.lent = nil, 0, nil, nil
+	if s.lent != nil {
+		freePacket(s.lent)
+		s.lent = nil
+	}
 	s.unrel, s.needs, s.frame.Messages = nil, nil, nil
 	if len(s.unstamped) == 0 {
 		s.unstamped = nil

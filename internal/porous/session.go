@@ -147,10 +147,7 @@ type Session struct {
 	touched   [MaxChannels / 64]uint64
 	pending   int
 	pendBytes int
-	free      []*outPacket                    // recycled packets (see release)
 	lent      *outPacket                      // the packet whose buffer MessageBuffer returned
-	freeBytes int                             // the capacity of their buffers
-	recvPool  [][]byte                        // reassembly buffers handed back by Recycle
 	recvCost  engine.FIFO[recvCharge]         // parallel to Inbox
 	sink      func(time.Time, engine.Message) // see SetSink
 
@@ -286,7 +283,7 @@ func (s *Session) Send(p []byte, opt engine.SendOptions) error {
 	if err := s.check(len(p), opt); err != nil {
 		return err
 	}
-	q := s.newPacket(len(p))
+	q := newPacket(len(p))
 	copy(q.data, p)
 	s.queue(q, opt.Channel, opt.Delivery)
 	return nil
@@ -313,12 +310,16 @@ func (s *Session) check(n int, opt engine.SendOptions) error {
 // MessageBuffer returns a buffer of n bytes, at most Config.MaxPacket,
 // in which to write the next packet for SendBuffer (engine.Builder). It
 // returns the same buffer, its contents kept, until SendBuffer queues it
-// or Trim frees it.
+// or Trim takes it back; the caller must not use it after Trim.
 func (s *Session) MessageBuffer(n int) []byte {
 	if s.lent == nil {
-		s.lent = s.newPacket(n)
+		s.lent = newPacket(n)
 	} else if cap(s.lent.data) < n {
-		s.lent.data = make([]byte, n)
+		// A new buffer; the old one, which the caller may still hold, is
+		// left to the collector rather than pooled.
+		p := newPacket(n)
+		copy(p.data, s.lent.data)
+		s.lent = p
 	}
 	s.lent.data = s.lent.data[:n]
 	return s.lent.data
@@ -457,13 +458,15 @@ func (s *Session) SendRoom(ch uint8) int {
 }
 
 // Recycle takes back the Data of a delivered packet that the caller has
-// consumed, for reuse as a reassembly buffer (engine.Recycler). Only
-// buffers of FragmentSize capacity are kept, up to the shared reassembly
-// budget, as many as reassembly may hold at once, so that a receiver in
-// steady state, losses included, allocates none; Trim frees them.
+// consumed and no longer refers to, for reuse as a reassembly buffer or a
+// packet's buffer by any session of the process (engine.Recycler). Only
+// buffers of FragmentSize capacity, those of the packets of one fragment,
+// go to the shared pool of that class (see packetPools), so that a
+// receiver in steady state, losses included, allocates none; others are
+// left to the collector.
 func (s *Session) Recycle(b []byte) {
-	if cap(b) == FragmentSize && (len(s.recvPool)+1)*FragmentSize <= s.rxBudget {
-		s.recvPool = append(s.recvPool, b[:0])
+	if cap(b) == FragmentSize {
+		freeFragmentBuffer(b)
 	}
 }
 
