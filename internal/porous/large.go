@@ -28,7 +28,9 @@ func (s *Session) FrameSizes() (usual, large int) { return MaxFrameSize, LargeFr
 // frames go back to MaxFrameSize, and every lost large frame is split
 // into frames of at most MaxFrameSize for its resend, so that data sent
 // into a path that drops large datagrams (a relay with a smaller MTU, say)
-// still arrives. Later calls then change nothing.
+// still arrives. Later calls then change nothing. A large frame lost
+// after the path has carried one is also resent split (see
+// largeLostFrame), while new frames stay large.
 func (s *Session) SetMaxFrame(n int) {
 	if s.largeLost {
 		return
@@ -58,30 +60,34 @@ func (s *Session) probing(f *txFrame) bool {
 
 // largeLostFrame is called for frame f, declared lost, before its resend
 // is queued: a large frame lost before any was acknowledged gives large
-// frames up; a lost frame larger than the frames now built is split.
+// frames up; any lost large frame is split into frames of the usual
+// size. Loss on a loopback path is a full socket buffer, in which a
+// datagram of 64 KB finds room far less often than one of 1.5 KB: a
+// large frame resent whole while a busy receiver's buffer stays nearly
+// full could be lost every time, and its channel stall behind it.
 func (s *Session) largeLostFrame(f *txFrame) {
 	if s.probing(f) && !s.largeLost {
 		s.largeLost = true
 		s.maxFrame = MaxFrameSize
 		s.cfg.Logger.Debug("porous: large frames given up: one was lost before any was acknowledged", "size", f.size)
 	}
-	if f.size > s.maxFrame {
-		s.split(f)
+	if f.size > MaxFrameSize {
+		s.split(f, MaxFrameSize)
 	}
 }
 
-// split keeps in lost frame f the messages that fit s.maxFrame and moves
+// split keeps in lost frame f the messages that fit limit bytes and moves
 // the others into new frames at the end of the transfer queue, each
 // queued for resending as f is. The receiver tells fragments apart by
 // their packet and fragment numbers, not by the frame that carried them,
 // so which frame carries a message is the sender's choice. With the
 // transfer window full, f stays whole.
-func (s *Session) split(f *txFrame) {
+func (s *Session) split(f *txFrame, limit int) {
 	seq, msgs := f.seq, f.msgs // push may move the slots, not msgs
-	keep, _ := fitting(msgs, s.maxFrame)
+	keep, _ := fitting(msgs, limit)
 	i := keep
 	for i < len(msgs) && s.ring.n < TransferWindow {
-		n, size := fitting(msgs[i:], s.maxFrame)
+		n, size := fitting(msgs[i:], limit)
 		g := s.ring.push()
 		s.nextSeq++
 		g.msgs = append(g.msgs, msgs[i:i+n]...)
