@@ -134,6 +134,11 @@ func wirefoxData(id uint32, p wirefox.Packet) []byte {
 	return wirefox.AppendDatagram(nil, &d)
 }
 
+// wirefoxSweepID is the datagram ID of the i-th datagram of a Wirefox
+// sweep: every 2^18th ID for the first 2^14, then the IDs 2^15 past
+// those, and so on, so that 2^17 of them step every 2^15th ID once.
+func wirefoxSweepID(i int) uint32 { return uint32(i)<<18 | uint32(i>>14&7)<<15 }
+
 // avaraStreamDatagram is an Avara datagram of one message, checked as
 // the default network version: what a blind attacker, who cannot know
 // the client's seed that a stream's checksums mix in, sends.
@@ -166,8 +171,11 @@ var hostileProtocols = []hostileProtocol{
 		// lands a frame once in 256 runs, whose packet (far ahead of the
 		// stream's) then waits unused; internal/porous TestSpoofedSweep
 		// sweeps every 2^15th number, where frames land each time.
+		// Frames past the 4,096th fill in between, 2^15 apart: 2^17 of
+		// them (BenchmarkBlindSweep) step every 2^15th number once.
 		sweeps: []sweep{{name: "data", n: 1 << 12, datagram: func(i int) []byte {
-			f := porous.Frame{Type: porous.FrameData, Seq: uint32(i) << 20, Messages: []porous.Message{{
+			seq := uint32(i)<<20 | uint32(i>>12&31)<<15
+			f := porous.Frame{Type: porous.FrameData, Seq: seq, Messages: []porous.Message{{
 				Type: porous.MsgFragment, PacketSeq: 50_000, Data: []byte("forged stream frame")}}}
 			return f.AppendTo(nil)
 		}}},
@@ -268,14 +276,17 @@ var hostileProtocols = []hostileProtocol{
 		// Protection: a datagram or packet ID more than 32,768 past the
 		// newest is rejected without moving the duplicate histories
 		// (internal/wirefox TestSpoofFarAhead), and empty segments count
-		// against MaxRecvBuffer (TestEmptySegmentsCount).
+		// against MaxRecvBuffer (TestEmptySegmentsCount). Datagrams past
+		// the 16,384th fill in between (wirefoxSweepID): 2^17 of them
+		// (BenchmarkBlindSweep) step every 2^15th ID, so that any 32,768
+		// IDs in a row (those a stream takes past its newest) hold one.
 		sweeps: []sweep{
 			{name: "pong", n: 1 << 14, datagram: func(i int) []byte {
-				return wirefoxData(uint32(i)<<18, wirefox.Packet{ID: 1 << 30, Options: wirefox.OptReliable,
+				return wirefoxData(wirefoxSweepID(i), wirefox.Packet{ID: 1 << 30, Options: wirefox.OptReliable,
 					Body: []byte{wirefox.CmdPong}})
 			}},
 			{name: "empty-segments", n: 1 << 14, datagram: func(i int) []byte {
-				return wirefoxData(uint32(i)<<18, wirefox.Packet{Flags: wirefox.PacketSEG, ID: uint32(i),
+				return wirefoxData(wirefoxSweepID(i), wirefox.Packet{Flags: wirefox.PacketSEG, ID: uint32(i),
 					Options: wirefox.OptReliable, Container: uint32(i), Index: 1, Offset: wirefox.SegmentSize})
 			}},
 		},
@@ -309,7 +320,9 @@ var hostileProtocols = []hostileProtocol{
 		// in any window), 32 at each of 64 offsets. Protection
 		// (avara.Config.ReliablePeer): such datagrams fail the session's
 		// checksum; one that passed it would end the stream with an error
-		// (two copies of one serial), never stall or corrupt it.
+		// (two copies of one serial), never stall or corrupt it. Past
+		// the 2,048th the offsets go on: 2^17 datagrams
+		// (BenchmarkBlindSweep) try every even serial 4 times.
 		sweeps: []sweep{
 			{name: "serials", n: 1 << 11, datagram: func(i int) []byte {
 				return avaraStreamDatagram(avara.Message{Serial: uint16(i%32)*2048 + uint16(i/32)*2,
