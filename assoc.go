@@ -64,6 +64,14 @@ type assoc struct {
 	cross    *crossing // a Transport's dialed conn: the simultaneous open, if any
 	sealed   bool      // datagrams carry a seal (streams; see seal)
 	badSeals uint64    // datagrams dropped because their seal did not match
+	// The keyed seal (see socket.SealKey and Conn.keySeal): the key of
+	// the datagrams taken (0 until this end knows it) and sent (0 until
+	// this end switches); peerKeyed, once the peer has sent a datagram
+	// under the key, after which a datagram with the plain seal is taken
+	// only if it is an opening (a restart, which the engine challenges).
+	rxKey, txKey uint32
+	peerKeyed    bool
+	isOpening    func(p []byte) bool // the protocol's opening test
 	// plainPeer, on a dialed stream, is its protocol: an unsealed datagram
 	// of it during the handshake is a message listener's answer.
 	plainPeer *protocolEntry
@@ -181,7 +189,7 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	n := len(p)
 	if a.sealed {
-		q, ok := socket.Unseal(p)
+		q, ok := a.unseal(p)
 		if !ok {
 			a.badSeals++
 			a.plainAnswer(p)
@@ -217,6 +225,23 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	a.deliverLocked(now) // keeps recvOpen() exact within a batch
 	return true, false
+}
+
+// unseal returns p without its seal, and whether the seal matches: the
+// keyed one once this end knows the key; the plain one until the peer
+// has sent under the key, and afterwards only for the protocol's opening.
+func (a *assoc) unseal(p []byte) ([]byte, bool) {
+	if a.rxKey != 0 {
+		if q, ok := socket.Unseal(p, a.rxKey); ok {
+			a.peerKeyed = true
+			return q, true
+		}
+	}
+	q, ok := socket.Unseal(p, 0)
+	if ok && a.peerKeyed && !a.isOpening(q) {
+		return nil, false
+	}
+	return q, ok
 }
 
 // becomeServer replaces the engine of a's dialed conn, in its handshake,
@@ -336,7 +361,7 @@ func (a *assoc) settleLocked(now time.Time) {
 			a.cross.sentLocked(buf[:plain])
 		}
 		if a.sealed {
-			k = len(socket.Seal(buf[:k]))
+			k = len(socket.Seal(buf[:k], a.txKey))
 		}
 		if a.limited {
 			if a.sent+uint64(k) > amplification*a.received {

@@ -74,6 +74,7 @@ func (c *Conn) attach(ep *socket.Endpoint, eng engine.Engine, tr *connTrace) {
 	c.a = newAssoc(ep, c.raddr, eng, tr)
 	c.a.up = c
 	c.a.sealed = true
+	c.a.isOpening = func(p []byte) bool { return c.cfg.proto.IsOpening(p, c.cfg.opts) }
 	if c.accepted == nil {
 		c.a.plainPeer = c.cfg.proto
 	}
@@ -264,6 +265,7 @@ func (c *Conn) pump(now time.Time) {
 	if c.a.tr != nil {
 		defer c.traceFlow(now)
 	}
+	c.keySeal()
 	stats := c.a.eng.Stats()
 	c.st.Tune(now, stats.SRTT)
 	c.st.SetSendLimit(sendLimit(stats.Congestion.Cwnd))
@@ -311,6 +313,27 @@ func (c *Conn) pump(now time.Time) {
 	}
 }
 
+// keySeal moves the association to the keyed seal (socket.SealKey) as
+// soon as each step is safe: it takes datagrams under the key once the
+// peer's HELLO gave this end the key; the accepting end sends under it
+// once the dialer has echoed its token, which shows that the dialer has
+// its HELLO and so the key; the dialing end sends under it once a
+// datagram under the key has come from the accepting end. Until then the
+// plain seal goes on both ways: an end never sends under a key its peer
+// may not have.
+func (c *Conn) keySeal() {
+	a := c.a
+	if a.txKey != 0 || !c.st.Opened() {
+		return
+	}
+	if a.rxKey == 0 {
+		a.rxKey = socket.SealKey(c.st.Starts())
+	}
+	if c.st.Server() && c.st.Validated() || !c.st.Server() && a.peerKeyed {
+		a.txKey = a.rxKey
+	}
+}
+
 // sendLimit is how many bytes a stream with congestion window cwnd lets
 // Write hold unsent, within Config.SendBuffer: four windows, and no more
 // than its share of sendBudget among the streams of the process that
@@ -328,14 +351,15 @@ func sendLimit(cwnd int) int {
 }
 
 // sendBudget is the unsent bytes that the streams of a process hold
-// between them before each is held to its share (see sendLimit): it only
-// binds when more than 32 streams write at once with the default
-// Config.SendBuffer.
+// between them before each is held to its share (see sendLimit): with
+// the default Config.SendBuffer (1 MiB) it binds only once more than 32
+// streams write at once, and the share reaches the 64 KiB floor at 512.
 const sendBudget = 32 << 20
 
 // minSendLimit is the least a stream may hold unsent: a large frame's
-// worth of a busy process's share, so that its frames stay large.
-const minSendLimit = 16 << 10
+// worth (engine.MinSendRoom, 64 KiB), so that its frames stay large, and
+// a stream's Write takes at least that beyond its peer's window.
+const minSendLimit = engine.MinSendRoom
 
 // frameBuffer returns the buffer of the next frame: the engine's own
 // where it builds messages in place (engine.Builder), so that the frame

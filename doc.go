@@ -62,7 +62,10 @@
 // go; Config.RecvWindow), FIN (end of the stream) and RST (abort). Each
 // of a stream's datagrams ends with a CRC-32C of the rest, so that one
 // corrupted past the UDP checksum is dropped rather than taken by an
-// engine (none of the protocols has a checksum of its own). Only rudp
+// engine (none of the protocols has a checksum of its own); once both
+// ends have each other's HELLO, the CRC starts from a key derived from
+// both random starts, so that a source that does not see the traffic
+// must guess 32 bits for each datagram it forges. Only rudp
 // speaks it; use a MessageConn to talk to other implementations.
 //
 // A POROUS stream's datagrams are at most 1472 bytes, seal included, what

@@ -200,24 +200,25 @@ var hostileProtocols = []hostileProtocol{
 			{name: "session", b: (&airhook.Packet{Session: 0x5900f, Seq: 1}).AppendTo(nil),
 				on: bothKinds, toClient: true, underLoss: true},
 		},
-		// No case: once the handshake is over an Airhook packet carries
-		// no session ID (docs/protocols/airhook.md §3.2), and a forged one
-		// is taken if its 16-bit sequence number is not among the 256
+		// Once the handshake is over an Airhook packet carries no session
+		// ID (docs/protocols/airhook.md §3.2), and the engine takes a
+		// forged one if its 16-bit sequence number is not among the 256
 		// before the newest and its observed octet is among this end's
-		// packets not yet confirmed (§3.3), 8 bits to guess. One that
-		// lands moves the sequence window past the peer's, whose packets
-		// then read as old: the stream ends with ErrIdleTimeout (see
-		// internal/airhook's package doc, Idle timeout) rather than
-		// completing. The frames it carries are dropped (a stream's
-		// offsets start at random).
-		sweeps: nil,
-		// No case: the replayed packets without session ID that pass the
-		// checks above are taken as the live peer's. A message conn
-		// delivers their messages, as the reference would; on a stream
-		// they move the sequence window, so that the challenge of the old
-		// session's restart, which the live client answers, can pass, and
-		// the stream ends with ErrReset (engine.ErrPeerRestarted).
-		replay: 0,
+		// packets not yet confirmed (§3.3), 8 bits to guess: one that
+		// lands would move the sequence window past the peer's. The sweep
+		// covers every sequence number twice, at every observed octet.
+		// Protection on a stream: the keyed seal (socket.SealKey), 32
+		// bits to guess per datagram.
+		sweeps: []sweep{{name: "packets", n: 1 << 12, datagram: func(i int) []byte {
+			return (&airhook.Packet{Seq: uint16(i*0x9e37 + 1), ObservedSeq: uint8(i >> 9),
+				Next: 1, Messages: [][]byte{[]byte("forged")}}).AppendTo(nil)
+		}}},
+		// A message conn has no such protection: the replayed packets
+		// without session ID that pass the checks above are taken as the
+		// live peer's, and it delivers their messages, as the reference
+		// would. A stream drops them for the keyed seal: another session's
+		// key.
+		replay: streams,
 		// A packet with the source's session ID. Protection: a
 		// listener's conn opens once the client echoed the listener's
 		// session ID (see MessageConn.pump).
@@ -366,7 +367,15 @@ func requireIgnored(t *testing.T, s *Conn) {
 	s.a.mu.Lock()
 	ignored := s.st.Ignored()
 	s.a.mu.Unlock()
-	require.Positive(t, ignored, "injected frames reached the stream and were dropped")
+	require.Positive(t, ignored+badSeals(s), "injected frames dropped, by the stream or for their seal")
+}
+
+// badSeals returns the datagrams conn c dropped for their seal.
+func badSeals(c net.Conn) uint64 {
+	a := c.(*Conn).a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.badSeals
 }
 
 // TestHostileProtocolsCover: hostileProtocols has one entry per protocol,
@@ -858,10 +867,13 @@ func TestHostileSpoofedRestartAndClose(t *testing.T) {
 						if stream {
 							x.transfer(t, nil)
 							stop()
+							// An opening reaches the engine, which
+							// challenges it; anything else is dropped for
+							// its seal once the stream is keyed.
 							require.Eventually(t, func() bool {
 								st := engineStats(x.victim)
-								return st.Challenges > 0 && st.SpoofsRefused > 0
-							}, hangGuard, time.Millisecond, "spoofs were challenged and refused")
+								return st.Challenges > 0 && st.SpoofsRefused > 0 || badSeals(x.victim) > 0
+							}, hangGuard, time.Millisecond, "spoofs were challenged and refused, or dropped for their seal")
 						} else {
 							deadline := time.Now().Add(hangGuard)
 							for engineStats(x.victim).SpoofsRefused < 2 {
@@ -880,12 +892,15 @@ func TestHostileSpoofedRestartAndClose(t *testing.T) {
 }
 
 // TestHostileSpoofsUnderLoss: at 2 % loss each way, a blind attacker
-// announces the client's close or restart to the listener from the
+// announces the client's close or restart to a message listener from the
 // client's address until the listener has challenged it 100 times. Each
 // challenge probes the live client four times (engine.ChallengeProbes),
 // so a lost probe or answer does not let a spoof through: every
-// challenge is refused, and the stream still carries data both ways.
-// With one probe per challenge, about 4 % of challenges would pass.
+// challenge is refused, and the conn still carries messages both ways.
+// With one probe per challenge, about 4 % of challenges would pass. (A
+// message conn has nothing but the challenge; a stream drops such a
+// datagram for its keyed seal before its engine sees it, unless it is an
+// opening, see TestHostileSpoofedRestartAndClose.)
 func TestHostileSpoofsUnderLoss(t *testing.T) {
 	const challenges = 100
 	for _, hp := range hostileProtocols {
@@ -894,7 +909,7 @@ func TestHostileSpoofsUnderLoss(t *testing.T) {
 				continue
 			}
 			t.Run(hp.String()+"/"+a.name, func(t *testing.T) {
-				x := newSpoofed(t, hp.Protocol, true, true, &impair.Config{Loss: 0.02})
+				x := newSpoofed(t, hp.Protocol, false, true, &impair.Config{Loss: 0.02})
 				deadline := time.Now().Add(hangGuard)
 				for {
 					st := engineStats(x.s)
@@ -916,7 +931,7 @@ func TestHostileSpoofsUnderLoss(t *testing.T) {
 				st := engineStats(x.s)
 				require.Equal(t, st.Challenges, st.SpoofsRefused, "every challenge refused")
 				require.Zero(t, st.PeerRestarts)
-				echoBothWays(t, x.c.(*Conn), x.s.(*Conn), 64<<10)
+				x.exchange(t, 20, "after")
 			})
 		}
 	}

@@ -145,7 +145,7 @@ func newPeerFunc[T acceptable](q *acceptQueue[T], cfg *Config, stream bool,
 		n := len(p)
 		ok := true
 		if stream {
-			p, ok = socket.Unseal(p)
+			p, ok = socket.Unseal(p, 0) // an opening carries the plain seal
 		}
 		if !ok || !cfg.proto.IsOpening(p, cfg.opts) {
 			cfg.Logger.Debug("rudp: datagram from an unknown address dropped: not an opening of the protocol",
@@ -216,7 +216,7 @@ func (c *Config) refusal(stream bool) [][]byte {
 	bufs := c.proto.Refusal(c.opts)
 	if stream {
 		for i, b := range bufs {
-			bufs[i] = socket.Seal(b)
+			bufs[i] = socket.Seal(b, 0)
 		}
 	}
 	return bufs

@@ -34,6 +34,6 @@ const (
 	maxDatagram = socket.MaxDatagram
 )
 
-func seal(b []byte) []byte           { return socket.Seal(b) }
-func unseal(b []byte) ([]byte, bool) { return socket.Unseal(b) }
+func seal(b []byte) []byte           { return socket.Seal(b, 0) }
+func unseal(b []byte) ([]byte, bool) { return socket.Unseal(b, 0) }
 func keyOf(a net.Addr) socket.Key    { return socket.KeyOf(a) }

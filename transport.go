@@ -92,7 +92,7 @@ func (t *Transport) newPeer(p []byte, from net.Addr, now time.Time) {
 	t.mu.Unlock()
 	switch {
 	case streams != nil && messages != nil:
-		if _, sealed := socket.Unseal(p); !sealed {
+		if _, sealed := socket.Unseal(p, 0); !sealed { // an opening carries the plain seal
 			streams = nil
 		}
 	case streams == nil && messages == nil:

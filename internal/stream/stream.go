@@ -278,6 +278,15 @@ func (s *Stream) Abort(code uint8) {
 // Opened reports whether the peer's HELLO has been received.
 func (s *Stream) Opened() bool { return s.opened }
 
+// Starts returns this end's Config.Start and the peer's, from its HELLO
+// (0 before Opened): random values that only the two ends know, from
+// which they may derive a shared key.
+func (s *Stream) Starts() (local, peer uint64) { return s.sendStart, s.peerStart }
+
+// Server reports whether this end sends a Config.Token: the accepting
+// end.
+func (s *Stream) Server() bool { return s.token != 0 }
+
 // Validated reports whether the peer's HELLO has been received and, with
 // Config.Token, the peer has echoed the token: the peer receives what this
 // end sends, so it is not a blind spoofer.
