@@ -13,10 +13,12 @@ import (
 // acceptQueue holds a listener's new peers: those still in their handshake
 // or not yet validated (half-open), oldest first, and those ready for
 // Accept. Together, with the slots reserved for peers being set up, they
-// never exceed the backlog. When it is full, the oldest half-open peer is
-// evicted to make room, so that a flood of openings from addresses that
-// never answer cannot lock out a peer that does: its handshake only needs
-// to finish before backlog more openings arrive.
+// never exceed the backlog. When it is full and half-open peers hold more
+// than half of it, the oldest half-open peer is evicted to make room, so
+// that a flood of openings from addresses that never answer cannot lock
+// out a peer that does: its handshake only needs to finish before
+// backlog/2 more openings arrive. When peers waiting for Accept hold the
+// rest, a new opening is dropped instead (see admit).
 type acceptQueue[T comparable] struct {
 	ep      *socket.Endpoint
 	backlog int
@@ -28,7 +30,7 @@ type acceptQueue[T comparable] struct {
 	closed  bool
 	wake    chan struct{} // capacity 1: a peer became ready, or the queue closed
 	done    chan struct{} // closed by close
-	drops   uint64        // openings refused: the backlog was all ready peers
+	drops   uint64        // openings refused: the backlog was mostly ready peers
 	evicted uint64        // half-open peers evicted for a newer opening
 }
 
@@ -36,10 +38,16 @@ func newAcceptQueue[T comparable](ep *socket.Endpoint, backlog int) *acceptQueue
 	return &acceptQueue[T]{ep: ep, backlog: backlog, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// admit reserves a slot for a new peer. When the backlog is full it takes
-// the oldest half-open peer's slot and returns that peer, which the caller
-// evicts (outside the lock). It returns false when every slot holds a peer
-// ready for Accept, or after close.
+// admit reserves a slot for a new peer. When the backlog is full and
+// half-open peers hold more than half of it, the signature of a flood of
+// openings that never complete, it takes the oldest half-open peer's slot
+// and returns that peer, which the caller evicts (outside the lock).
+// Otherwise a full backlog holds mostly peers waiting for Accept, and the
+// new opening is dropped: its sender sends it again, as a TCP client does
+// a SYN dropped at a full accept queue, whereas an evicted peer whose
+// side of the handshake was over (a dialer's ends when the listener's
+// answer arrives) would learn of it only at its idle timeout. It returns
+// false when the opening is dropped, or after close.
 func (q *acceptQueue[T]) admit() (victim T, evict, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -47,7 +55,7 @@ func (q *acceptQueue[T]) admit() (victim T, evict, ok bool) {
 	case q.closed:
 		return victim, false, false
 	case q.slots+len(q.pending)+len(q.queue) < q.backlog:
-	case len(q.pending) > 0:
+	case len(q.pending) > q.backlog/2:
 		victim, evict = q.pending[0], true
 		q.pending = slices.Delete(q.pending, 0, 1)
 		q.evicted++

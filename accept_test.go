@@ -138,3 +138,35 @@ func TestHalfOpenEvicted(t *testing.T) {
 		require.Equal(t, uint64(1), ln.Stats().Evicted)
 	})
 }
+
+// TestAdmitEvictsOnlyUnderFlood: a full backlog held mostly by peers
+// waiting for Accept (a slow accept loop during a burst of legitimate
+// dials) drops a new opening, which its sender repeats, rather than evict
+// a half-open peer whose dialer may already count its handshake done;
+// one held mostly by half-open peers (a flood of openings that never
+// complete) evicts the oldest of them.
+func TestAdmitEvictsOnlyUnderFlood(t *testing.T) {
+	peers := func(n int) []*Conn {
+		cs := make([]*Conn, n)
+		for i := range cs {
+			cs[i] = new(Conn)
+		}
+		return cs
+	}
+	q := newAcceptQueue[*Conn](nil, 8)
+	q.queue, q.pending = peers(4), peers(4)
+	_, evict, ok := q.admit()
+	require.False(t, ok, "half the backlog half-open: the opening is dropped")
+	require.False(t, evict)
+	require.Equal(t, uint64(1), q.drops)
+	require.Len(t, q.pending, 4)
+
+	q.queue, q.pending = peers(3), peers(5)
+	oldest := q.pending[0]
+	victim, evict, ok := q.admit()
+	require.True(t, ok)
+	require.True(t, evict, "more than half half-open: the oldest is evicted")
+	require.Same(t, oldest, victim)
+	require.Equal(t, uint64(1), q.evicted)
+	require.Len(t, q.pending, 4)
+}

@@ -110,8 +110,11 @@ type Config struct {
 	SendBuffer int
 
 	// Backlog bounds a listener's new peers: those still in their handshake
-	// plus those waiting for Accept. Datagrams from further new peers are
-	// dropped (counted) until Accept makes room. Default 128.
+	// plus those waiting for Accept. At the bound, a new peer's opening
+	// evicts the oldest peer still in its handshake if those hold more
+	// than half of Backlog (a flood of openings that never complete), and
+	// is otherwise dropped (counted; the peer sends it again) until
+	// Accept makes room. Default 128.
 	Backlog int
 
 	// MaxRecvBuffer bounds the memory of the messages a message conn

@@ -92,10 +92,12 @@ func statsOf(a *assoc) Stats {
 // conn. Counters only grow.
 type ListenerStats struct {
 	// BacklogDrops counts openings from new peers dropped because
-	// Config.Backlog peers were already waiting for Accept.
+	// Config.Backlog peers were already there, at least half of them
+	// waiting for Accept (the opener sends its opening again).
 	BacklogDrops uint64
 	// Evicted counts new peers dropped before they were validated (the
-	// oldest in their handshake) to make room for a newer opening.
+	// oldest in their handshake) to make room for a newer opening, when
+	// such peers held more than half of Config.Backlog.
 	Evicted uint64
 	// UnknownDrops counts datagrams from addresses without a conn that do
 	// not open one (not the protocol's opening, refused by a new engine,
