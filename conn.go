@@ -393,13 +393,13 @@ func (c *Conn) sendFrame() error {
 	return c.a.eng.Send(c.frame[:c.held], c.cfg.proto.Stream.Send)
 }
 
-// settled implements upper: the engine of a stream idle for trimAfter
-// keeps no buffers (see engine.Trimmer; the stream's own rings are pooled
-// as soon as they are empty); keepalives settle it at least, and
+// settled implements upper: a stream idle for trimAfter keeps no buffers,
+// nor its engine (see engine.Trimmer); keepalives settle it at least, and
 // it trims after the engine has written what was due, its answer to a
 // probe included, so that nothing allocated for that stays.
 func (c *Conn) settled(now time.Time) {
 	if now.Sub(c.active) > trimAfter {
+		c.st.Trim()
 		c.a.spare = nil
 		// The engine keeps a frame it refused in its buffer (see
 		// frameBuffer): it is trimmed once that frame has gone.

@@ -88,8 +88,9 @@
 // One goroutine reads each PacketConn; each association has one timer.
 // A stream holds at most Config.SendBuffer bytes not yet sent (four
 // congestion windows, at least 64 KiB, within it) and Config.RecvWindow
-// bytes not yet read, in buffers that go back to a pool shared by the
-// process whenever they are empty; a message conn at most
+// bytes not yet read, in buffers from pools shared by the process, given
+// back when empty while more than 32 streams hold some (fewer keep theirs
+// until idle); a message conn at most
 // Config.MaxRecvBuffer bytes of unread messages (beyond them it refuses the peer's
 // new messages unacknowledged, and the peer sends them again) and the
 // engine's send queue; a listener at most Config.Backlog new peers. A

@@ -111,10 +111,12 @@
 // side holds at most Config.SendBuffer bytes accepted by Write and not yet
 // framed, or the lower limit the caller sets with SetSendLimit, in a ring
 // that grows with use. Framed bytes are the engine's: a Stream keeps none.
-// A ring goes back to a pool shared by all streams in the process as soon
-// as it holds nothing (the reader has read every byte received, or every
-// byte written has been framed), so a stream's memory follows the bytes it
-// holds, not its limits. Ring sizes are powers of two from 4 KiB to 16 MiB,
+// Rings come from pools shared by all streams in the process. While more
+// than 32 streams hold a ring of a kind, a ring of that kind goes back as
+// soon as it holds nothing (the reader has read every byte received, or
+// every byte written has been framed), so that many streams hold memory in
+// proportion to the bytes they hold, not to their limits; with fewer, a
+// stream keeps its rings until Trim. Ring sizes are powers of two from 4 KiB to 16 MiB,
 // so that a ring's buffer may be up to twice its limit (RecvWindow rounded
 // up to 64 bytes, or the send limit) although the bytes it holds are not.
 //

@@ -10,11 +10,14 @@ import (
 const minRing = 4096
 
 // Ring buffers of a power-of-two size from minRing to maxPooled come from
-// pools shared by every stream in the process, one per size: a ring goes
-// back to its pool as soon as it holds nothing (sendRing.pop,
-// Stream.Read), so an idle or drained stream holds no buffer and a busy
-// process reuses the same few. Larger rings, and rings cut to a limit
-// that is not a power of two, are left to the garbage collector.
+// pools shared by every stream in the process, one per size. While more
+// than keepRings streams of the process hold a ring of a kind, a ring of
+// that kind goes back to its pool as soon as it holds nothing
+// (sendRing.pop, Stream.Read), so that a thousand streams hold buffers in
+// proportion to the bytes they hold; with fewer, a stream keeps its
+// rings until Trim, so that a fast stream does not trade its warm buffer
+// for another at every drain (about a tenth of a loopback stream's
+// rate). Larger rings are left to the garbage collector.
 const (
 	ringClasses = 13                           // 4 KiB, 8 KiB, ..., 16 MiB
 	maxPooled   = minRing << (ringClasses - 1) // 16 MiB
@@ -30,11 +33,17 @@ type block struct {
 var (
 	sendBlocks [ringClasses]sync.Pool // *block without bits
 	recvBlocks [ringClasses]sync.Pool // *block with bits
-	sending    atomic.Int64           // send rings holding bytes, in the process
+	sending    atomic.Int64           // send rings held, in the process
+	receiving  atomic.Int64           // receive rings held, in the process
 )
 
-// Sending is the number of streams in the process holding bytes written
-// and not yet framed: the streams competing to send now.
+// keepRings is how many streams of the process may keep a drained ring
+// of each kind (see sendBlocks).
+const keepRings = 32
+
+// Sending is the number of streams in the process holding a send ring:
+// with more than keepRings of them, those holding bytes written and not
+// yet framed, the streams competing to send now.
 func Sending() int { return int(sending.Load()) }
 
 // ringSize rounds a capacity of want up to the next pooled size (want
@@ -135,7 +144,8 @@ func (r *sendRing) grow(need, limit int) {
 }
 
 // pop moves up to len(dst) bytes from the front of the ring into dst and
-// returns how many. An emptied ring gives its buffer back.
+// returns how many. An emptied ring gives its buffer back while more
+// than keepRings streams hold one.
 func (r *sendRing) pop(dst []byte) int {
 	k := min(len(dst), r.n)
 	if k == 0 {
@@ -150,7 +160,10 @@ func (r *sendRing) pop(dst []byte) int {
 	}
 	r.n -= k
 	if r.n == 0 {
-		r.release()
+		r.head = 0
+		if Sending() > keepRings {
+			r.release()
+		}
 	}
 	return k
 }
@@ -219,6 +232,7 @@ func (r *recvRing) ensure(span, limit, lo, from, hi uint64) {
 	}
 	r.release()
 	r.blk, r.last = nb, c
+	receiving.Add(1)
 }
 
 // put copies p to the positions of offsets [off, off+len(p)).
@@ -292,6 +306,7 @@ func (r *recvRing) release() {
 func (r *recvRing) drained() {
 	if r.blk != nil {
 		putBlock(&recvBlocks, r.blk)
+		receiving.Add(-1)
 	}
 	*r = recvRing{last: r.last}
 }

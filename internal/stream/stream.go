@@ -241,7 +241,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 	}
 	s.rx.get(s.readOff, p[:n])
 	s.readOff += n
-	if s.readOff == s.maxEnd { // nothing in order or beyond
+	if s.readOff == s.maxEnd && receiving.Load() > keepRings { // nothing in order or beyond
 		s.rx.drained()
 	}
 	return int(n), nil
@@ -393,6 +393,21 @@ func (s *Stream) NextFrame(buf []byte) int {
 		return putValue(buf, typeFin, s.sendStart+s.sendOff)
 	}
 	return 0
+}
+
+// Trim frees the send and receive buffers when they hold nothing (no byte
+// written and not framed, none received and not read), so that an idle
+// stream keeps no buffer; they are taken again from their pools when
+// used. While more than 32 streams of the process hold buffers, a drained
+// buffer goes back at once, without Trim; call Trim when the stream has
+// been idle for a while.
+func (s *Stream) Trim() {
+	if s.tx.n == 0 {
+		s.tx.release()
+	}
+	if s.readOff == s.maxEnd {
+		s.rx.drained()
+	}
 }
 
 // RecvWindow is the current receive window in bytes.
