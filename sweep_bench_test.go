@@ -56,7 +56,8 @@ const (
 // duplicates/op, the datagrams the listener's engine refused and those
 // it dropped as duplicates over the transfer (the client's duplicates
 // count too); ignored/op, the stream frames the listener's stream
-// dropped; kernel-drops/op, the datagrams the kernel dropped at the
+// dropped; bad-seals/op, the datagrams the listener's association dropped
+// for their seal (every forged one, once the stream is keyed); kernel-drops/op, the datagrams the kernel dropped at the
 // listener's socket (Linux, from /proc/net/udp; absent elsewhere). The
 // benchmark fails unless every chunk arrives exact and in order,
 // followed by the end of the stream, neither end failed or was reset,
@@ -85,6 +86,7 @@ func BenchmarkBlindSweep(b *testing.B) {
 					sum.rejected += r.rejected
 					sum.duplicates += r.duplicates
 					sum.ignored += r.ignored
+					sum.badSeals += r.badSeals
 					sum.drops += r.drops
 					drops = drops && r.hasDrops
 				}
@@ -97,6 +99,7 @@ func BenchmarkBlindSweep(b *testing.B) {
 				b.ReportMetric(sum.rejected/n, "rejected/op")
 				b.ReportMetric(sum.duplicates/n, "duplicates/op")
 				b.ReportMetric(sum.ignored/n, "ignored/op")
+				b.ReportMetric(sum.badSeals/n, "bad-seals/op")
 				if drops {
 					b.ReportMetric(sum.drops/n, "kernel-drops/op")
 				}
@@ -112,6 +115,7 @@ type sweepResult struct {
 	rate                  float64 // forged datagrams a second
 	rejected, duplicates  float64 // by the listener's engine
 	ignored               float64 // by the listener's stream
+	badSeals              float64 // by the listener's association, for their seal
 	drops                 float64 // at the listener's socket, if hasDrops
 	hasDrops              bool
 }
@@ -278,6 +282,7 @@ func runSweep(b *testing.B, p Protocol, block []byte, forged [][]byte) sweepResu
 		duplicates: float64(st.Duplicates - before.Duplicates)}
 	s.a.mu.Lock()
 	r.ignored = float64(s.st.Ignored())
+	r.badSeals = float64(s.a.badSeals)
 	s.a.mu.Unlock()
 	if drops, ok := udpDrops(target); ok && hasDrops {
 		r.drops, r.hasDrops = float64(drops-dropsBefore), true
