@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"strings"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/rudpkit/rudp"
+	"github.com/rudpkit/rudp/bench"
 )
 
 // loopback is where the listener binds.
@@ -169,7 +163,7 @@ var quicConfig = &quic.Config{MaxIncomingStreams: 100}
 // over TLS 1.3 with a fresh self-signed certificate: one listener, and
 // each client dialed from a socket of its own (quic.DialAddr).
 func quicTransport() (*transport, error) {
-	serverTLS, clientTLS, err := selfSigned()
+	serverTLS, clientTLS, err := bench.SelfSigned()
 	if err != nil {
 		return nil, err
 	}
@@ -236,41 +230,4 @@ func (q quicConn) Close() error {
 		return q.st.Close()
 	}
 	return q.c.CloseWithError(0, "")
-}
-
-// selfSigned returns TLS configs for a server with a fresh self-signed
-// ECDSA P-256 certificate for 127.0.0.1, and for a client that trusts it.
-func selfSigned() (server, client *tls.Config, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "rudp bench"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	const alpn = "rudp-bench"
-	server = &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
-		NextProtos:   []string{alpn},
-	}
-	client = &tls.Config{RootCAs: pool, NextProtos: []string{alpn}}
-	return server, client, nil
 }
