@@ -337,14 +337,15 @@ func (c *Conn) keySeal() {
 // sendLimit is how many bytes a stream with congestion window cwnd lets
 // Write hold unsent, within Config.SendBuffer: four windows, and no more
 // than its share of sendBudget among the streams of the process that
-// hold unsent bytes, but at least minSendLimit. With the engine's own
+// hold a send ring (stream.Sending), but at least minSendLimit. With the engine's own
 // queue (engine.SendRoom) four windows keep several ready behind the one
 // in flight, so that a fast stream's writer is not woken for every
 // window; the share keeps a thousand streams writing at once from each
-// holding its four windows. It is a power of two, rounded down, so
-// that the stream's ring keeps to the sizes its pool holds. Linux sizes a TCP socket's send buffer from
-// its window in the same way (net/ipv4/tcp_input.c, tcp_sndbuf_expand,
-// at v6.12), within a memory limit shared by all sockets (tcp_mem).
+// holding its four windows. It is a power of two, rounded down, so that
+// the stream's ring keeps to the sizes its pool holds. Linux sizes a TCP
+// socket's send buffer from its window in the same way
+// (net/ipv4/tcp_input.c, tcp_sndbuf_expand, at v6.12), within a memory
+// limit shared by all sockets (tcp_mem).
 func sendLimit(cwnd int) int {
 	n := max(min(4*cwnd, sendBudget/max(stream.Sending(), 1)), minSendLimit)
 	return 1 << (bits.Len(uint(n)) - 1) // a ring size the pools keep

@@ -13,11 +13,10 @@ import (
 // the loopback interface, whose MTU (65,536 bytes on Linux) is far above
 // the 1472 bytes a POROUS datagram has on the Internet; the kernel's own
 // TCP uses it whole. A POROUS stream whose peer is on a loopback address
-// sends Data frames of up to
-// 64 KB (44 fragments, engine.LargeFramer) once the peer's HELLO has
-// shown that it takes them (stream version 3), and so pays its costs per
-// datagram (system calls, seal, acknowledgement, congestion control) once
-// per 44 fragments. Every other stream, and every message conn, keeps its
+// sends Data frames of up to 64 KB (44 fragments, engine.LargeFramer)
+// once the peer's HELLO has shown that it takes them (stream version 3),
+// and so pays its costs per datagram (system calls, seal,
+// acknowledgement, congestion control) once per 44 fragments. Every other stream, and every message conn, keeps its
 // protocol's bound.
 //
 // The first large frames probe the path: if one is lost before one has

@@ -100,6 +100,20 @@ func recvStrings(s *Session) []string {
 // link is a one-way simulated link.
 type link = enginetest.Link
 
+// deliverFrames hands b every frame a's Poll returns at now, in order,
+// through buf; it fails tb if b refuses one or if a never runs dry.
+func deliverFrames(tb testing.TB, now time.Time, buf []byte, a, b *Session) {
+	tb.Helper()
+	for range 100_000 {
+		n := a.Poll(now, buf)
+		if n == 0 {
+			return
+		}
+		require.NoError(tb, b.HandleDatagram(now, buf[:n]))
+	}
+	tb.Fatal("Poll keeps returning frames")
+}
+
 // pair is two sessions joined by two links on a virtual clock.
 type pair = enginetest.Pair[*Session]
 

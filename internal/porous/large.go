@@ -72,22 +72,22 @@ func (s *Session) largeLostFrame(f *txFrame) {
 		s.cfg.Logger.Debug("porous: large frames given up: one was lost before any was acknowledged", "size", f.size)
 	}
 	if f.size > MaxFrameSize {
-		s.split(f, MaxFrameSize)
+		s.split(f)
 	}
 }
 
-// split keeps in lost frame f the messages that fit limit bytes and moves
+// split keeps in lost frame f the messages that fit MaxFrameSize and moves
 // the others into new frames at the end of the transfer queue, each
 // queued for resending as f is. The receiver tells fragments apart by
 // their packet and fragment numbers, not by the frame that carried them,
 // so which frame carries a message is the sender's choice. With the
 // transfer window full, f stays whole.
-func (s *Session) split(f *txFrame, limit int) {
+func (s *Session) split(f *txFrame) {
 	seq, msgs := f.seq, f.msgs // push may move the slots, not msgs
-	keep, _ := fitting(msgs, limit)
+	keep, _ := fitting(msgs, MaxFrameSize)
 	i := keep
 	for i < len(msgs) && s.ring.n < TransferWindow {
-		n, size := fitting(msgs[i:], limit)
+		n, size := fitting(msgs[i:], MaxFrameSize)
 		g := s.ring.push()
 		s.nextSeq++
 		g.msgs = append(g.msgs, msgs[i:i+n]...)

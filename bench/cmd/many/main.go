@@ -14,8 +14,8 @@
 // Transports: tcp (kernel TCP, Go's defaults), quic-go (one bidirectional
 // stream per QUIC connection, TLS 1.3 with a self-signed certificate,
 // quic-go's defaults), rudp/<protocol> (a rudp stream with the default
-// Config, but for -handshake). Each client has a socket of its own; the server side is one
-// listener.
+// Config, but for -handshake). Each client has a socket of its own; the
+// server side is one listener.
 //
 // Each run measures every transport for one N, then the next N. Per run
 // and N it prints a table; with -runs above 1, then the median of each
