@@ -212,6 +212,8 @@ var hostileProtocols = []hostileProtocol{
 		sweeps: []sweep{{name: "packets", n: 1 << 12, datagram: func(i int) []byte {
 			return (&airhook.Packet{Seq: uint16(i*0x9e37 + 1), ObservedSeq: uint8(i >> 9),
 				Next: 1, Messages: [][]byte{[]byte("forged")}}).AppendTo(nil)
+		}, check: func(t *testing.T, s *Conn) {
+			require.GreaterOrEqual(t, badSeals(s), uint64(1<<12), "every forged packet dropped for its seal")
 		}}},
 		// A message conn has no such protection: the replayed packets
 		// without session ID that pass the checks above are taken as the
