@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/rudpkit/rudp/internal/congestion"
@@ -486,16 +485,14 @@ func (s *Session) Trim() {
 const idleIDs = 2
 
 // shrink returns l, or, when it has room for more elements than it
-// holds and than idleIDs, a copy without that room (nil when empty):
-// what a transfer grew is given back.
+// holds and than idleIDs, a copy with room for idleIDs elements or for
+// those it holds: what a transfer grew is given back, and the next
+// keepalive exchange finds the room it uses.
 func shrink[T any](l []T) []T {
 	if cap(l) <= max(len(l), idleIDs) {
 		return l
 	}
-	if len(l) == 0 {
-		return nil
-	}
-	return slices.Clip(append([]T(nil), l...))
+	return append(make([]T, 0, max(len(l), idleIDs)), l...)
 }
 
 // rttStats returns the average, minimum and maximum of the RTT samples.
