@@ -266,9 +266,12 @@ func (c *Conn) pump(now time.Time) {
 		defer c.traceFlow(now)
 	}
 	c.keySeal()
-	stats := c.a.eng.Stats()
-	c.st.Tune(now, stats.SRTT)
-	c.st.SetSendLimit(sendLimit(stats.Congestion.Cwnd))
+	if !c.idle(now) {
+		// An idle stream's keepalive leaves both as they were.
+		stats := c.a.eng.Stats()
+		c.st.Tune(now, stats.SRTT)
+		c.st.SetSendLimit(sendLimit(stats.Congestion.Cwnd))
+	}
 	c.useLarge()
 	for range 2 {
 		drained := false // the stream has no frame left to send
@@ -392,6 +395,13 @@ func (c *Conn) sendFrame() error {
 		return c.build.SendBuffer(c.held, c.cfg.proto.Stream.Send)
 	}
 	return c.a.eng.Send(c.frame[:c.held], c.cfg.proto.Stream.Send)
+}
+
+// idle reports whether the stream has moved no bytes for trimAfter and
+// holds none to send: its receive window needs no tuning (see
+// stream.Stream.Tune) and its send limit no update.
+func (c *Conn) idle(now time.Time) bool {
+	return now.Sub(c.active) > trimAfter && c.st.Unsent() == 0
 }
 
 // settled implements upper: a stream idle for trimAfter keeps no buffers,
