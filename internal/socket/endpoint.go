@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
-	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -46,8 +45,7 @@ type Endpoint struct {
 	largest int // the largest datagram taken (see Received)
 
 	mu       sync.Mutex
-	peers    map[Key]Peer
-	peak     int // the most entries peers has held (see Remove)
+	peers    peerTable
 	refs     int
 	newPeer  func(p []byte, from net.Addr, now time.Time) // nil: datagrams from unknown peers are dropped
 	readErr  error                                        // why the reader stopped
@@ -66,7 +64,6 @@ func NewEndpoint(pc net.PacketConn, connected bool, largest int, log *slog.Logge
 		sock:    New(pc, connected),
 		log:     log,
 		largest: largest,
-		peers:   make(map[Key]Peer),
 		refs:    1,
 		done:    make(chan struct{}),
 	}
@@ -155,7 +152,7 @@ func (ep *Endpoint) readLoop() {
 // It returns the Peer that took datagrams and now needs a Flush.
 func (ep *Endpoint) Dispatch(data []byte, seg int, m *Received, now time.Time) (int, Peer) {
 	ep.mu.Lock()
-	p := ep.peers[m.Key()]
+	p := ep.peers.get(m.Key())
 	newPeer := ep.newPeer
 	ep.mu.Unlock()
 	n := min(seg, len(data))
@@ -197,7 +194,7 @@ func (ep *Endpoint) refused(now time.Time, to []Key) {
 	}
 	for _, k := range to {
 		ep.mu.Lock()
-		p := ep.peers[k]
+		p := ep.peers.get(k)
 		ep.mu.Unlock()
 		if p != nil {
 			p.Refused(now)
@@ -221,7 +218,7 @@ func (ep *Endpoint) stop(err error) {
 func (ep *Endpoint) snapshot() []Peer {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	return slices.Collect(maps.Values(ep.peers))
+	return ep.peers.peers()
 }
 
 // Add registers p under its address; it takes a reference. It returns
@@ -229,32 +226,19 @@ func (ep *Endpoint) snapshot() []Peer {
 func (ep *Endpoint) Add(p Peer) bool {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	if ep.readErr != nil || ep.peers[p.Key()] != nil {
+	if ep.readErr != nil || ep.peers.get(p.Key()) != nil {
 		return false
 	}
-	ep.peers[p.Key()] = p
-	ep.peak = max(ep.peak, len(ep.peers))
+	ep.peers.add(p.Key(), p)
 	ep.refs++
 	return true
 }
 
-// shrinkPeak is the least peak of entries whose room Remove gives back.
-const shrinkPeak = 64
-
-// Remove unregisters p and drops its reference. A Go map keeps the room
-// it grew to: once its entries fall to a quarter of their peak (of at
-// least shrinkPeak), the Peers move to a new map, so that a listener
-// whose conns ended keeps only what its live ones need.
+// Remove unregisters p and drops its reference; the table gives back
+// the room of ended associations (see peerTable).
 func (ep *Endpoint) Remove(p Peer) {
 	ep.mu.Lock()
-	if ep.peers[p.Key()] == p {
-		delete(ep.peers, p.Key())
-	}
-	if n := len(ep.peers); ep.peak >= shrinkPeak && n <= ep.peak/4 {
-		m := make(map[Key]Peer, n)
-		maps.Copy(m, ep.peers)
-		ep.peers, ep.peak = m, n
-	}
+	ep.peers.remove(p.Key(), p)
 	ep.mu.Unlock()
 	ep.Release()
 }
@@ -281,5 +265,5 @@ func (ep *Endpoint) Peers() []Peer { return ep.snapshot() }
 func (ep *Endpoint) Peer(k Key) Peer {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	return ep.peers[k]
+	return ep.peers.get(k)
 }

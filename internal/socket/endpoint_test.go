@@ -32,22 +32,22 @@ func TestEndpointMapShrinks(t *testing.T) {
 		ps[i] = &keyPeer{KeyOf(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 1 + i})}
 		require.True(t, ep.Add(ps[i]))
 	}
-	require.Equal(t, 1000, ep.peak)
+	require.Equal(t, 1000, ep.peers.peak)
 	for i, p := range ps {
 		ep.Remove(p)
 		switch n := len(ps) - i - 1; n {
 		case 251:
-			require.Equal(t, 1000, ep.peak, "%d left", n)
+			require.Equal(t, 1000, ep.peers.peak, "%d left", n)
 		case 250:
-			require.Equal(t, 250, ep.peak, "%d left: moved to a new map", n)
+			require.Equal(t, 250, ep.peers.peak, "%d left: moved to a new map", n)
 		case 63:
-			require.Equal(t, 250, ep.peak, "%d left", n)
+			require.Equal(t, 250, ep.peers.peak, "%d left", n)
 		case 62:
-			require.Equal(t, 62, ep.peak, "%d left: moved again", n)
+			require.Equal(t, 62, ep.peers.peak, "%d left: moved again", n)
 		}
-		require.Len(t, ep.peers, len(ps)-i-1)
+		require.Equal(t, len(ps)-i-1, ep.peers.len())
 	}
-	require.Equal(t, 62, ep.peak, "below shrinkPeak the map stays")
+	require.Equal(t, 62, ep.peers.peak, "below shrinkPeak the map stays")
 	ep.mu.Lock()
 	require.Equal(t, 1, ep.refs, "each Remove dropped its reference")
 	ep.mu.Unlock()
