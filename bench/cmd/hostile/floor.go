@@ -18,8 +18,9 @@ import (
 // echoFloor measures the least a Go process can spend answering idle
 // peers' probes, as the idle phase's listener does: n UDP sockets in a
 // child process each send a 24-byte probe every interval, spread evenly
-// over it, and one goroutine answers each probe with raw recvfrom and
-// sendto on one socket, keeping no state and batching nothing. Its CPU
+// over it, and one goroutine answers each probe on one socket, keeping
+// no state and batching nothing: with raw recvfrom and sendto (-echo
+// raw), or with the net package's calls (-echo net, see echoNet). Its CPU
 // per probe and answer is the floor under the idle phase's figure on the
 // same machine: what waking for a datagram and sending one on loopback
 // cost there. It returns that CPU per probe and answer.
@@ -30,7 +31,11 @@ func echoFloor(n int, interval, window time.Duration) time.Duration {
 	}
 	defer uc.Close()
 	var answered atomic.Uint64
-	go echo(uc, &answered)
+	if *echoLoop == "net" {
+		go echoNet(uc, &answered)
+	} else {
+		go echo(uc, &answered)
+	}
 	ch := startChild("-echoclients", uc.LocalAddr().String(), "-idle", strconv.Itoa(n), "-keepalive", interval.String())
 	ch.ready()
 	time.Sleep(interval) // every socket has probed once
@@ -39,8 +44,8 @@ func echoFloor(n int, interval, window time.Duration) time.Duration {
 	a, cpu, wall := answered.Load()-a0, cpuTime()-cpu0, time.Since(t0)
 	ch.stdin.Close()
 	_ = ch.cmd.Wait()
-	fmt.Printf("echo floor: %d sockets probing every %v: CPU %.4f s/s over %v (%v per probe and answer, %d answered)\n",
-		n, interval, cpu.Seconds()/wall.Seconds(), window, perDatagram(cpu, a), a)
+	fmt.Printf("echo floor (%s): %d sockets probing every %v: CPU %.4f s/s over %v (%v per probe and answer, %d answered)\n",
+		*echoLoop, n, interval, cpu.Seconds()/wall.Seconds(), window, perDatagram(cpu, a), a)
 	return perDatagram(cpu, a)
 }
 
@@ -82,6 +87,22 @@ func echo(uc *net.UDPConn, answered *atomic.Uint64) {
 			return
 		}
 		if n > 0 && rc.Write(send) == nil {
+			answered.Add(1)
+		}
+	}
+}
+
+// echoNet answers every datagram on uc with itself, counting them, as a
+// Go server would write the loop: ReadFromUDPAddrPort and
+// WriteToUDPAddrPort, through the runtime's poller, allocating nothing.
+func echoNet(uc *net.UDPConn, answered *atomic.Uint64) {
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := uc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		if _, err := uc.WriteToUDPAddrPort(buf[:n], from); err == nil {
 			answered.Add(1)
 		}
 	}

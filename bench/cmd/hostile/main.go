@@ -47,6 +47,7 @@ import (
 var (
 	heapProfile, cpuProfile *string
 	keepAlive               *time.Duration
+	echoLoop                *string
 )
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	pairs := flag.Int("pairs", 1, "runs of the floor and idle phases, alternated, per protocol")
 	heapProfile = flag.String("heapprofile", "", "write heap profiles of the idle streams' listener, sampling every allocation, to this file suffixed with the protocol: while idle, and (suffixed .ended) once every stream has ended")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the idle streams' listener over the window to this file (suffixed with the protocol)")
+	echoLoop = flag.String("echo", "raw", "the floor phase's echo loop: raw (recvfrom and sendto system calls) or net (the net package's ReadFromUDPAddrPort and WriteToUDPAddrPort)")
 	keepAlive = flag.Duration("keepalive", 0, "Config.KeepAlive of the idle streams, with an IdleTimeout three times as long (0: the defaults)")
 	clients := flag.String("clients", "", "internal: run as the idle streams' client process, dialing this address")
 	echoClients := flag.String("echoclients", "", "internal: run as the floor phase's client process, probing this address")
