@@ -45,10 +45,10 @@ type assoc struct {
 	mu      sync.Mutex
 	eng     engine.Engine
 	up      upper
-	timer   *time.Timer
-	timerAt time.Time
-	waiters *waiter // those waiting for the next change, a list; nil if none
-	spare   *waiter // waiters kept for reuse, a list; freed by an idle stream's trim
+	tm      socket.Timer // in the endpoint's Timers
+	timerAt time.Time    // tm's deadline; zero when it is stopped or fired
+	waiters *waiter      // those waiting for the next change, a list; nil if none
+	spare   *waiter      // waiters kept for reuse, a list; freed by an idle stream's trim
 	over    bool
 
 	sendErrors uint64 // datagrams the socket refused to send
@@ -148,8 +148,7 @@ func newAssoc(ep *socket.Endpoint, raddr net.Addr, eng engine.Engine, tr *connTr
 	if tr != nil {
 		a.trState = noState
 	}
-	a.timer = time.AfterFunc(time.Hour, a.onTimer)
-	a.timer.Stop()
+	a.tm = socket.MakeTimer(a.onTimer)
 	return a
 }
 
@@ -390,11 +389,7 @@ func (a *assoc) settleLocked(now time.Time) {
 	a.up.settled(now)
 	if dl := a.eng.Deadline(); !dl.Equal(a.timerAt) {
 		a.timerAt = dl
-		if dl.IsZero() {
-			a.timer.Stop()
-		} else {
-			a.timer.Reset(max(dl.Sub(now), 0))
-		}
+		a.ep.Timers().Set(&a.tm, dl, now)
 	}
 	a.notifyLocked()
 }
@@ -466,7 +461,7 @@ func (a *assoc) endLocked(err error) {
 		return
 	}
 	a.over = true
-	a.timer.Stop()
+	a.ep.Timers().Set(&a.tm, time.Time{}, time.Time{})
 	if a.tr != nil {
 		a.tr.closed(time.Now(), err)
 	}

@@ -52,6 +52,8 @@ type Endpoint struct {
 	done     chan struct{}                                // closed when the reader stops
 	released bool
 
+	timers Timers // the Peers' timers
+
 	unknownDrops atomic.Uint64 // datagrams from peers with no association that open none
 	oversize     atomic.Uint64 // datagrams too large for any protocol
 }
@@ -68,6 +70,9 @@ func NewEndpoint(pc net.PacketConn, connected bool, largest int, log *slog.Logge
 		done:    make(chan struct{}),
 	}
 }
+
+// Timers returns the timers of the endpoint's Peers.
+func (ep *Endpoint) Timers() *Timers { return &ep.timers }
 
 // Socket returns the endpoint's socket.
 func (ep *Endpoint) Socket() *Socket { return ep.sock }
