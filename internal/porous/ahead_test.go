@@ -107,3 +107,17 @@ func channelsOf(t *testing.T, frames []string) []string {
 	}
 	return frameChannels(fs)
 }
+
+// TestBulkRefillNotAhead: a channel that becomes active with more than a
+// fragment unsent waits for the pacer like any bulk, though it goes first.
+func TestBulkRefillNotAhead(t *testing.T) {
+	a := rateCapped(t, 2, 1_000_000)
+	sendN(t, a, 0, 20, FragmentSize, engine.Reliable)
+	now := at(12)
+	require.Equal(t, []string{"0:1", "0:2"}, channelsOf(t, pollHex(t, a, now)))
+	bulkAt := a.Deadline()
+	require.NoError(t, a.Send(make([]byte, FragmentSize+1), engine.SendOptions{Channel: 1}))
+	require.Empty(t, pollHex(t, a, now))
+	require.Equal(t, bulkAt, a.Deadline())
+	require.Equal(t, []string{"1:0"}, channelsOf(t, pollHex(t, a, bulkAt)), "first, at the pacer's time")
+}

@@ -133,12 +133,13 @@ func (r *txRing) popDone() {
 // returns 0 when the congestion or transfer window allows neither.
 //
 // A frame whose first message comes from a High channel that just became
-// active (see nextItem) leaves even when the congestion window or the
-// pacer holds the bulk back: it goes ahead of them as
-// congestion.Controller.AheadRoom allows (at most MaxFrameSize bytes in
-// flight beyond the window, the pacer's credit taken as a bounded debt
-// that the frames after it repay), and carries only the messages of such
-// channels. A lost frame sent ahead is resent ahead too.
+// active with at most a fragment unsent (see goesAhead) leaves even when
+// the congestion window or the pacer holds the bulk back: it goes ahead
+// of them as congestion.Controller.AheadRoom allows (at most
+// MaxFrameSize bytes in flight beyond the window, the pacer's credit
+// taken as a bounded debt that the frames after it repay), and carries
+// only the messages of such channels. A lost frame sent ahead is resent
+// ahead too.
 func (s *Session) writeData(buf []byte) int {
 	if f := s.resendFront(); f != nil {
 		ahead := false
@@ -264,8 +265,11 @@ func (s *Session) buildLimit() (limit int, ok, ahead bool) {
 
 // goesAhead reports whether c's messages may go ahead of the window and
 // the pacer: a High channel in its first quantum since it became active
-// (see nextItem).
-func goesAhead(c *txChannel) bool { return c.fresh && c.prio == High }
+// (see nextItem) with at most FragmentSize bytes unsent, a message that
+// fits one frame. A channel refilled with more is bulk, and is paced: a
+// stream's channel, which its writer keeps a window ahead, never goes
+// ahead.
+func goesAhead(c *txChannel) bool { return c.fresh && c.prio == High && c.unsent <= FragmentSize }
 
 // dataAt returns when writeData next writes a frame: s.now if at once,
 // the pacer's time if only pacing holds it back, and false when it waits
