@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,9 +105,9 @@ func reportResent(b *testing.B, c *rudp.Conn) {
 	b.ReportMetric(100*float64(st.Retransmits)/float64(max(st.MessagesSent, 1)), "%resent")
 }
 
-// shareTime is how long BenchmarkShare runs its two streams, shares
-// being measured over its second half: 10 s, or 2 s with -short (a check
-// that it runs, as CI does).
+// shareTime is how long BenchmarkShare and BenchmarkShare100 run their
+// streams, shares being measured over the second half: 10 s, or 2 s with
+// -short (a check that it runs, as CI does).
 func shareTime() time.Duration {
 	if testing.Short() {
 		return 2 * time.Second
@@ -121,11 +122,38 @@ func shareTime() time.Duration {
 // Run it with -benchtime 1x: each iteration is the whole 10 s.
 func BenchmarkShare(b *testing.B) {
 	for b.Loop() {
-		share(b)
+		shares, dropped := share(b, 2, 100*time.Millisecond)
+		b.ReportMetric(shares[0], "share-a")
+		b.ReportMetric(shares[1], "share-b")
+		b.ReportMetric(dropped, "%dropped")
 	}
 }
 
-func share(b *testing.B) {
+// BenchmarkShare100 runs 100 rudp streams (the default protocol, each
+// with its own socket) through the same bottleneck for 10 s, one starting
+// every 10 ms, and reports the smallest and largest share of the link a
+// stream delivered from 5 s to 10 s (min-share, max-share: 1 % each is a
+// fair share), the link used in all (total-share) and the drops at the
+// queue. Run it with -benchtime 1x: each iteration is the whole 10 s.
+func BenchmarkShare100(b *testing.B) {
+	for b.Loop() {
+		shares, dropped := share(b, 100, 10*time.Millisecond)
+		b.ReportMetric(slices.Min(shares), "min-share")
+		b.ReportMetric(slices.Max(shares), "max-share")
+		total := 0.0
+		for _, x := range shares {
+			total += x
+		}
+		b.ReportMetric(total, "total-share")
+		b.ReportMetric(dropped, "%dropped")
+	}
+}
+
+// share runs n streams through the bottleneck for shareTime, stream i
+// starting i × stagger after the first, and returns what each delivered
+// over the second half as a percentage of the link, and the share of the
+// datagrams dropped at the bottleneck's queue. n is at most 256.
+func share(b *testing.B, n int, stagger time.Duration) (shares []float64, dropped float64) {
 	ln, err := rudp.Listen("udp", loopback)
 	if err != nil {
 		b.Fatal(err)
@@ -138,12 +166,12 @@ func share(b *testing.B) {
 	}
 	defer r.Close()
 
-	var got [2]atomic.Int64
+	got := make([]atomic.Int64, n)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // the server reads every stream it accepts
 		defer wg.Done()
-		for i := range 2 {
+		for range n {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -166,7 +194,6 @@ func share(b *testing.B) {
 					}
 				}
 			}()
-			_ = i
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
@@ -174,11 +201,11 @@ func share(b *testing.B) {
 	start := time.Now()
 	stop := start.Add(shareTime())
 	var writers sync.WaitGroup
-	for id := range 2 {
+	for id := range n {
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
-			time.Sleep(time.Duration(id) * 100 * time.Millisecond)
+			time.Sleep(time.Duration(id) * stagger)
 			c, err := (&rudp.Dialer{}).DialContext(ctx, "udp", r.Addr().String())
 			if err != nil {
 				b.Error(err)
@@ -196,15 +223,23 @@ func share(b *testing.B) {
 			}
 		}()
 	}
+	load := func() []int64 {
+		v := make([]int64, n)
+		for i := range got {
+			v[i] = got[i].Load()
+		}
+		return v
+	}
 	time.Sleep(time.Until(start.Add(shareTime() / 2)))
-	a0, b0 := got[0].Load(), got[1].Load()
+	before := load()
 	time.Sleep(time.Until(stop))
-	a1, b1 := got[0].Load(), got[1].Load()
+	after := load()
 	writers.Wait()
 	ln.Close()
 	up, _ := r.Stats()
 	link := float64(bottleneckRate) * (shareTime() / 2).Seconds()
-	b.ReportMetric(100*float64(a1-a0)/link, "share-a")
-	b.ReportMetric(100*float64(b1-b0)/link, "share-b")
-	b.ReportMetric(100*float64(up.Dropped)/float64(max(up.Datagrams, 1)), "%dropped")
+	for i := range n {
+		shares = append(shares, 100*float64(after[i]-before[i])/link)
+	}
+	return shares, 100 * float64(up.Dropped) / float64(max(up.Datagrams, 1))
 }

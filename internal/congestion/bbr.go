@@ -266,6 +266,7 @@ func (b *bbr) update(c *Controller, now time.Time, s *sample) bool {
 			b.pacing = r // §5.6.2: Startup never lowers the rate
 		}
 	}
+	b.pacing = b.capRate(b.pacing) // a cap set since (SetMaxRate) applies in Startup too
 	b.setCwnd(c, s)
 	return false
 }

@@ -49,6 +49,18 @@ func TestBBRDeliveryRate(t *testing.T) {
 	require.Equal(t, 20*mss, st.Cwnd, "Startup grows the window by what was acknowledged (§5.6.4.4)")
 }
 
+// TestBBRMaxRateInStartup: a cap set by SetMaxRate during Startup takes
+// the pacing rate down to it at the next acknowledgement, although
+// Startup never lowers the rate it computes.
+func TestBBRMaxRateInStartup(t *testing.T) {
+	c := New(epoch, Config{MaxDatagram: mss})
+	c.SetMaxRate(epoch, 1_000_000)
+	roundTrip(c, 1, epoch, 10*time.Millisecond)
+	st := c.Stats()
+	require.Equal(t, "startup", st.State)
+	require.Equal(t, uint64(1_000_000), st.Pacing)
+}
+
 // TestBBRStartupExit: Startup ends once the bandwidth has not grown by
 // 25 % for three rounds (§5.3.1.2); Drain ends at once when the flight is
 // within the BDP (§5.3.2), and ProbeBW starts cruising at a gain of 1:

@@ -88,11 +88,16 @@ type Packet struct {
 	round       uint64    // the algorithm's round trip when it left
 	retransmit  bool      // a retransmission
 	inFlight    bool      // counted in the bytes in flight
+	ahead       bool      // sent ahead of the window and the pacer (OnSentAhead)
 }
 
 // InFlight reports whether the datagram still counts in flight: sent and
 // neither acknowledged nor declared lost.
 func (p *Packet) InFlight() bool { return p.inFlight }
+
+// Ahead reports whether the datagram's latest transmission left ahead of
+// the window and the pacer (OnSentAhead).
+func (p *Packet) Ahead() bool { return p.ahead }
 
 // RTT is what an engine knows of the round trip at an Update: Latest is
 // the sample the event gave (0 if none: acknowledgements of retransmitted
@@ -174,6 +179,7 @@ type Controller struct {
 	alg         algorithm
 	pace        pacer
 	inFlight    int
+	ahead       int // bytes in flight sent by OnSentAhead
 	delivered   uint64
 	deliveredAt time.Time
 	firstSentAt time.Time
@@ -276,6 +282,16 @@ func (c *Controller) OnSent(now time.Time, p *Packet, size int, retransmit bool)
 	c.pace.sent(now, size)
 }
 
+// OnSentAhead records, as OnSent does, a datagram that left at now ahead
+// of the window and the pacer, as CanSendAhead allowed: it counts in
+// flight like any other, and also against the bytes that may be in
+// flight ahead until it is acknowledged, declared lost or forgotten.
+func (c *Controller) OnSentAhead(now time.Time, p *Packet, size int, retransmit bool) {
+	c.OnSent(now, p, size, retransmit)
+	p.ahead = true
+	c.ahead += size
+}
+
 // OnSentUnacked takes pacer credit for a datagram of size bytes that does
 // not count in flight (nothing acknowledges it, as an unreliable
 // message), so that pacing covers every datagram carrying data.
@@ -295,10 +311,7 @@ func (c *Controller) open() {
 func (c *Controller) OnAcked(now time.Time, p *Packet) {
 	c.model(now) // an acknowledgement of a datagram declared lost may come after Trim
 	c.open()
-	if p.inFlight {
-		p.inFlight = false
-		c.inFlight -= p.Size
-	}
+	c.leave(p)
 	c.delivered += uint64(p.Size)
 	c.deliveredAt = now
 	c.ev.acked += p.Size
@@ -330,8 +343,7 @@ func (c *Controller) OnLost(now time.Time, p *Packet, reason trace.LossReason) {
 		t.PacketLost(now, p.Size, reason)
 	}
 	c.open()
-	p.inFlight = false
-	c.inFlight -= p.Size
+	c.leave(p)
 	c.lost += uint64(p.Size)
 	c.losses++
 	c.ev.losses++
@@ -346,10 +358,17 @@ func (c *Controller) OnLost(now time.Time, p *Packet, reason trace.LossReason) {
 
 // Forget stops counting p in flight without counting it as delivered or
 // lost, as when a datagram is abandoned.
-func (c *Controller) Forget(p *Packet) {
-	if p.inFlight {
-		p.inFlight = false
-		c.inFlight -= p.Size
+func (c *Controller) Forget(p *Packet) { c.leave(p) }
+
+// leave stops counting p in flight, if it still counts.
+func (c *Controller) leave(p *Packet) {
+	if !p.inFlight {
+		return
+	}
+	p.inFlight = false
+	c.inFlight -= p.Size
+	if p.ahead {
+		c.ahead -= p.Size
 	}
 }
 
@@ -419,6 +438,21 @@ func (c *Controller) AppLimited() {
 // when nothing is in flight) and the pacer has credit.
 func (c *Controller) CanSend(now time.Time, size int) bool {
 	return c.fits(size) && c.pace.ready(now)
+}
+
+// AheadRoom returns the size of the largest datagram that may leave at
+// now ahead of the window and the pacer (0 when none may), for a
+// latency-sensitive message that would otherwise wait behind bulk data.
+// Such datagrams may be in flight beyond the window by MaxDatagram bytes
+// in all, and take pacer credit as a debt of at most one burst, which the
+// datagrams after them repay by waiting: the window is exceeded by at
+// most MaxDatagram bytes and the long-run pacing rate is unchanged. Send
+// one with OnSentAhead.
+func (c *Controller) AheadRoom(now time.Time) int {
+	if !c.pace.canOwe(now) {
+		return 0
+	}
+	return max(0, c.cfg.MaxDatagram-c.ahead)
 }
 
 func (c *Controller) fits(size int) bool {

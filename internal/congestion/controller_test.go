@@ -109,3 +109,31 @@ func TestCanSendWindowEdge(t *testing.T) {
 	require.Zero(t, c.Room())
 	require.False(t, c.CanSend(epoch, 1))
 }
+
+// TestAheadRoom: datagrams sent ahead (OnSentAhead) are MaxDatagram bytes
+// in flight at most in all, whatever the window: each acknowledged, lost
+// or forgotten gives its bytes back.
+func TestAheadRoom(t *testing.T) {
+	c := New(epoch, Config{MaxDatagram: mss})
+	var bulk [10]Packet
+	for i := range bulk {
+		c.OnSent(epoch, &bulk[i], mss, false)
+	}
+	require.False(t, c.CanSend(epoch, 100), "the initial window is full")
+	require.Equal(t, mss, c.AheadRoom(epoch))
+	var a, b, d Packet
+	c.OnSentAhead(epoch, &a, 1000, false)
+	c.OnSentAhead(epoch, &b, 400, false)
+	require.True(t, a.Ahead())
+	require.Equal(t, mss-1400, c.AheadRoom(epoch))
+	require.Equal(t, 10*mss+1400, c.InFlight(), "they count in flight")
+	at := epoch.Add(10 * time.Millisecond)
+	c.OnAcked(at, &a)
+	c.OnLost(at, &b, trace.LossTime)
+	c.Update(at, RTT{Latest: 10 * time.Millisecond, Smoothed: 10 * time.Millisecond, RTO: time.Second})
+	require.Equal(t, mss, c.AheadRoom(at))
+	c.OnSentAhead(at, &d, mss, true)
+	require.Zero(t, c.AheadRoom(at))
+	c.Forget(&d)
+	require.Equal(t, mss, c.AheadRoom(at))
+}

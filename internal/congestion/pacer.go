@@ -17,7 +17,11 @@ const (
 
 // pacer is a token bucket: credit in bytes accrues at the pacing rate up
 // to one burst; a datagram may leave while the credit is positive, and
-// takes its size from it (the credit may go negative by one datagram).
+// takes its size from it (the credit may go negative by one datagram). A
+// datagram sent ahead (canOwe) takes its size as a debt, down to minus
+// one burst and a datagram: the datagrams after it wait until the credit
+// is positive again, so the bytes sent over any interval stay within
+// rate × interval plus two bursts and a datagram.
 type pacer struct {
 	credit int64
 	at     time.Time // when credit was last brought up to date
@@ -55,7 +59,7 @@ func (p *pacer) refill(now time.Time) {
 	if add == 0 {
 		return // keep p.at so that small steps add up
 	}
-	p.credit = min(p.burst, p.credit+int64(min(add, MaxBurst)))
+	p.credit += int64(min(add, uint64(p.burst-p.credit))) // up to the burst, repaying any debt first
 	p.at = now
 }
 
@@ -66,6 +70,17 @@ func (p *pacer) ready(now time.Time) bool {
 	}
 	p.refill(now)
 	return p.credit > 0
+}
+
+// canOwe reports whether a datagram may leave at now ahead of the
+// pacer: while the credit is above minus one burst, so that the debt
+// never exceeds a burst and a datagram.
+func (p *pacer) canOwe(now time.Time) bool {
+	if p.rate == 0 {
+		return true
+	}
+	p.refill(now)
+	return p.credit > -p.burst
 }
 
 // sent takes n bytes from the credit.

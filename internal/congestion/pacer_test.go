@@ -46,3 +46,49 @@ func TestPacerUnpaced(t *testing.T) {
 	}
 	require.Equal(t, epoch, p.next(epoch))
 }
+
+// TestPacerDebtKeepsRate: datagrams sent ahead of the pacer (canOwe) take
+// their bytes as a debt that the paced datagrams after them repay: a
+// sender that always has 1000-byte datagrams waiting, and sends a
+// 100-byte one ahead every 10 ms, moves no more bytes in a second than
+// the rate and one burst allow; the 10,000 bytes sent ahead are not on
+// top of that.
+func TestPacerDebtKeepsRate(t *testing.T) {
+	const rate = 1_000_000 // bytes/s
+	var p pacer
+	p.setRate(epoch, rate, 1000)
+	require.Equal(t, int64(2000), p.burst)
+	total, ahead := 0, 0
+	for us := range 1_000_000 {
+		now := epoch.Add(time.Duration(us) * time.Microsecond)
+		if us%10_000 == 5_000 {
+			require.True(t, p.canOwe(now))
+			p.sent(now, 100)
+			total, ahead = total+100, ahead+100
+		}
+		for p.ready(now) {
+			p.sent(now, 1000)
+			total += 1000
+		}
+	}
+	require.Equal(t, 10_000, ahead)
+	require.LessOrEqual(t, total, rate+2000, "at most the rate and the first burst")
+	require.GreaterOrEqual(t, total, rate-1000)
+}
+
+// TestPacerDebtBound: the debt stops at one burst: canOwe is false once
+// the credit is at minus the burst, until the pacer has caught up.
+func TestPacerDebtBound(t *testing.T) {
+	var p pacer
+	p.setRate(epoch, 1_000_000, 1000) // 1,000 bytes a millisecond, burst 2,000
+	n := 0
+	for p.canOwe(epoch) {
+		p.sent(epoch, 500)
+		n++
+	}
+	require.Equal(t, 8, n, "2,000 of credit and 2,000 of debt, 500 at a time")
+	require.Equal(t, int64(-2000), p.credit)
+	require.False(t, p.canOwe(epoch.Add(time.Microsecond-time.Nanosecond)))
+	require.True(t, p.canOwe(epoch.Add(time.Microsecond)), "one byte repaid")
+	require.Equal(t, epoch.Add(2001*time.Microsecond+time.Nanosecond), p.next(epoch.Add(time.Microsecond)), "the next paced datagram waits for all of it")
+}

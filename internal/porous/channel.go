@@ -111,7 +111,8 @@ type txChannel struct {
 	prio       Priority
 	hasRel     bool
 	wackQueued bool
-	listed     bool // in line in Session.active
+	listed     bool // in line in Session.newly or Session.active
+	fresh      bool // in line in Session.newly
 }
 
 // queue numbers p, whose data is set, as the next packet of channel ch

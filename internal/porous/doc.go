@@ -172,9 +172,15 @@
 //     queue. Channels of Low priority (Config.Priorities) send only when
 //     no High channel has anything to send; among the channels of one
 //     priority the next message comes by deficit round robin
-//     (Config.SendOrder RoundRobin, Config.Weights), so a small message
-//     waits at most about a frame per busy channel, and small messages of
-//     several channels share a frame. Arrival keeps the reference's order
+//     (Config.SendOrder RoundRobin, Config.Weights), and small messages
+//     of several channels share a frame. A channel that becomes active
+//     goes first for one quantum (RFC 8290 §4.2's new flows), and a High
+//     one with at most a fragment unsent sends its frame then even if the
+//     congestion window or the pacer holds the bulk back: such frames are
+//     at most MaxFrameSize bytes in flight in all, and the pacer counts
+//     them as a debt the bulk repays, so a small message on a quiet
+//     channel does not wait behind another channel's paced bulk and the
+//     long-run rate is unchanged. Arrival keeps the reference's order
 //     (one queue per priority, in Send order). A channel holding a
 //     congestion window of unsent data (at least 64 KiB) refuses more
 //     with engine.ErrQueueFull, so a message queued later leaves within

@@ -64,7 +64,8 @@ func (s *Session) next(buf []byte) int {
 // flushed reports whether everything queued was sent and acknowledged,
 // which a graceful close waits for (docs/protocols/porous.md §3.8).
 func (s *Session) flushed() bool {
-	return s.pending == 0 && s.ring.n == 0 && s.active[High].Len() == 0 && s.active[Low].Len() == 0
+	return s.pending == 0 && s.ring.n == 0 && s.active[High].Len() == 0 && s.active[Low].Len() == 0 &&
+		s.newly[High].Len() == 0 && s.newly[Low].Len() == 0
 }
 
 // sendsConnect reports whether Connect is repeated: while connecting and

@@ -27,14 +27,26 @@ const (
 
 // nextItem returns the channel and queue item the next message comes
 // from, or nil: the channels of Low priority only when no High channel
-// has anything to send (docs/protocols/porous.md §3.3). With RoundRobin it
-// advances the round until a channel whose deficit covers its front item
-// is first in line; calling it again without taking returns the same
+// has anything to send (docs/protocols/porous.md §3.3). With RoundRobin
+// it advances the round until a channel whose deficit covers its front
+// item is first in line; calling it again without taking returns the same
 // item. Unreliable packets that waited longer than
 // Config.MaxUnreliableDelay at the front of their channel are dropped on
 // the way (see expire).
+//
+// Within a priority, a channel that becomes active goes first for one
+// quantum, ahead of the channels already in line, as the new flows of
+// FQ-CoDel do (RFC 8290 §4.2): a small message on a quiet channel leaves
+// in the next frame, which may leave ahead of the pacer (see writeData).
+// Its quantum spent, or its queue empty, it joins the back of the line;
+// it is taken out only once its turn there finds it empty, so a channel
+// that keeps emptying and refilling goes first at most once per round
+// and the busy channels are never starved.
 func (s *Session) nextItem() (*txChannel, *qItem) {
 	for prio := range s.active {
+		if c, it := s.nextFresh(Priority(prio)); c != nil {
+			return c, it
+		}
 		act := &s.active[prio]
 		for act.Len() > 0 {
 			c := &s.txch[*act.Front()]
@@ -58,7 +70,30 @@ func (s *Session) nextItem() (*txChannel, *qItem) {
 	return nil, nil
 }
 
-// push queues it on its channel and puts the channel in line.
+// nextFresh returns the front item of the first channel of priority
+// prio that became active and still has deficit for it, moving those
+// whose quantum is spent or whose queue is empty to the back of the line
+// (see nextItem).
+func (s *Session) nextFresh(prio Priority) (*txChannel, *qItem) {
+	fr := &s.newly[prio]
+	for fr.Len() > 0 {
+		c := &s.txch[*fr.Front()]
+		s.expire(c)
+		if c.q.Len() > 0 && c.deficit >= c.q.Front().size() {
+			return c, c.q.Front()
+		}
+		fr.Pop()
+		c.fresh = false
+		if c.q.Len() > 0 {
+			c.deficit += c.quantum
+		}
+		s.active[prio].Push(c.id)
+	}
+	return nil, nil
+}
+
+// push queues it on its channel and puts the channel in line: a channel
+// not in line yet goes first (see nextItem).
 func (s *Session) push(it qItem) {
 	c := &s.txch[it.ch]
 	c.q.Push(it)
@@ -66,9 +101,9 @@ func (s *Session) push(it qItem) {
 	case s.cfg.SendOrder == Arrival:
 		s.active[c.prio].Push(c.id) // one entry per item: the order of arrival
 	case !c.listed:
-		c.listed = true
+		c.listed, c.fresh = true, true
 		c.deficit = c.quantum
-		s.active[c.prio].Push(c.id)
+		s.newly[c.prio].Push(c.id)
 	}
 }
 

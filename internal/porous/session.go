@@ -124,6 +124,7 @@ type Session struct {
 	timeq     engine.FIFO[timeEntry]
 	resendq   engine.FIFO[uint32]
 	active    [2]engine.FIFO[uint8] // by Priority: channels with messages to send, in line (see nextItem)
+	newly     [2]engine.FIFO[uint8] // by Priority: channels that became active, served first (see nextItem)
 	unstamped []*outPacket          // Unreliable packets queued since the last Poll
 	unrel     []sentMsg             // scratch: unreliable messages of the frame being built
 

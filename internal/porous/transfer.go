@@ -131,18 +131,31 @@ func (r *txRing) popDone() {
 // writeData writes the next Data frame into buf (docs/protocols/porous.md §3.3): first a lost
 // frame due for its resend, else a new frame assembled from the queues. It
 // returns 0 when the congestion or transfer window allows neither.
+//
+// A frame whose first message comes from a High channel that just became
+// active with at most a fragment unsent (see goesAhead) leaves even when
+// the congestion window or the pacer holds the bulk back: it goes ahead
+// of them as congestion.Controller.AheadRoom allows (at most
+// MaxFrameSize bytes in flight beyond the window, the pacer's credit
+// taken as a bounded debt that the frames after it repay), and carries
+// only the messages of such channels. A lost frame sent ahead is resent
+// ahead too.
 func (s *Session) writeData(buf []byte) int {
 	if f := s.resendFront(); f != nil {
+		ahead := false
 		if !s.cc.CanSend(s.now, f.size) {
-			return 0
+			if !f.pkt.Ahead() || s.cc.AheadRoom(s.now) < f.size {
+				return 0
+			}
+			ahead = true
 		}
 		s.resendq.Pop()
 		n := s.encode(buf, f, nil)
 		s.Counters.Retransmits++
-		s.transmitted(f, n)
+		s.transmitted(f, n, ahead)
 		return n
 	}
-	limit, ok := s.buildLimit()
+	limit, ok, ahead := s.buildLimit()
 	if !ok {
 		if c, _ := s.nextItem(); c == nil && s.cc.Room() > 0 {
 			s.cc.AppLimited() // room to send and nothing to send
@@ -154,7 +167,7 @@ func (s *Session) writeData(buf []byte) int {
 	unrel := s.unrel[:0]
 	for {
 		c, it := s.nextItem()
-		if c == nil {
+		if c == nil || ahead && !goesAhead(c) {
 			break
 		}
 		sz := it.size()
@@ -179,7 +192,7 @@ func (s *Session) writeData(buf []byte) int {
 	}
 	clear(unrel)
 	s.unrel = unrel[:0]
-	s.transmitted(f, n)
+	s.transmitted(f, n, ahead)
 	return n
 }
 
@@ -198,9 +211,14 @@ func (s *Session) encode(buf []byte, f *txFrame, unrel []sentMsg) int {
 	return len(b)
 }
 
-// transmitted records that f (n bytes) left now.
-func (s *Session) transmitted(f *txFrame, n int) {
-	s.cc.OnSent(s.now, &f.pkt, n, f.sends > 0)
+// transmitted records that f (n bytes) left now, ahead of the window
+// and the pacer if ahead (see writeData).
+func (s *Session) transmitted(f *txFrame, n int, ahead bool) {
+	if ahead {
+		s.cc.OnSentAhead(s.now, &f.pkt, n, f.sends > 0)
+	} else {
+		s.cc.OnSent(s.now, &f.pkt, n, f.sends > 0)
+	}
 	f.size, f.state = n, fsInFlight
 	f.sends++
 	s.timeq.Push(timeEntry{seq: f.seq, sends: f.sends})
@@ -218,35 +236,56 @@ func (s *Session) resendFront() *txFrame {
 	return nil
 }
 
-// buildLimit returns the largest frame a new frame may be, and whether
-// a new frame can be created now: the transfer window has room, the
-// congestion window is not full, the next message fits what is left of
-// it (the whole frame when nothing is in flight) and the pacer lets it
-// leave.
-func (s *Session) buildLimit() (int, bool) {
+// buildLimit returns the largest frame a new frame may be, whether a
+// new frame can be created now, and whether it goes ahead of the window
+// and the pacer (see writeData). A new frame can be created when the
+// transfer window has room and either the congestion window is not full,
+// the next message fits what is left of it (the whole frame when nothing
+// is in flight) and the pacer lets it leave, or the next message goes
+// ahead and fits congestion.Controller.AheadRoom, which then bounds the
+// frame.
+func (s *Session) buildLimit() (limit int, ok, ahead bool) {
 	c, it := s.nextItem()
 	if c == nil || s.ring.n >= TransferWindow {
-		return 0, false
+		return 0, false, false
 	}
-	limit := s.maxFrame
-	if s.cc.InFlight() > 0 {
-		limit = min(limit, s.cc.Room())
+	size := DataHeaderSize + it.size()
+	if s.cc.CanSend(s.now, size) {
+		limit = s.maxFrame
+		if s.cc.InFlight() > 0 {
+			limit = min(limit, s.cc.Room())
+		}
+		return limit, true, false
 	}
-	return limit, s.cc.CanSend(s.now, DataHeaderSize+it.size())
+	if room := s.cc.AheadRoom(s.now); goesAhead(c) && room >= size {
+		return min(s.maxFrame, room), true, true
+	}
+	return 0, false, false
 }
+
+// goesAhead reports whether c's messages may go ahead of the window and
+// the pacer: a High channel in its first quantum since it became active
+// (see nextItem) with at most FragmentSize bytes unsent, a message that
+// fits one frame. A channel refilled with more is bulk, and is paced: a
+// stream's channel, which its writer keeps a window ahead, never goes
+// ahead.
+func goesAhead(c *txChannel) bool { return c.fresh && c.prio == High && c.unsent <= FragmentSize }
 
 // dataAt returns when writeData next writes a frame: s.now if at once,
 // the pacer's time if only pacing holds it back, and false when it waits
 // for acknowledgements or for something to send. Deadline and next read
 // the same state, so they always agree.
 func (s *Session) dataAt() (time.Time, bool) {
-	size := 0
+	size, ahead := 0, false
 	if f := s.resendFront(); f != nil {
-		size = f.size
+		size, ahead = f.size, f.pkt.Ahead()
 	} else if c, it := s.nextItem(); c != nil && s.ring.n < TransferWindow {
-		size = DataHeaderSize + it.size()
+		size, ahead = DataHeaderSize+it.size(), goesAhead(c)
 	} else {
 		return time.Time{}, false
+	}
+	if ahead && s.cc.AheadRoom(s.now) >= size {
+		return s.now, true
 	}
 	at := s.cc.NextSend(s.now, size)
 	return at, !at.IsZero()
