@@ -16,8 +16,8 @@ import (
 // sends Data frames of up to 64 KB (44 fragments, engine.LargeFramer)
 // once the peer's HELLO has shown that it takes them (stream version 3),
 // and so pays its costs per datagram (system calls, seal,
-// acknowledgement, congestion control) once per 44 fragments. Every other stream, and every message conn, keeps its
-// protocol's bound.
+// acknowledgement, congestion control) once per 44 fragments. Every
+// other stream, and every message conn, keeps its protocol's bound.
 //
 // The first large frames probe the path: if one is lost before one has
 // been acknowledged (a relay on the loopback address forwarding to a

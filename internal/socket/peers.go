@@ -62,13 +62,12 @@ func (t *peerTable) add(k Key, p Peer) {
 
 // remove unregisters p from k if it is k's Peer.
 func (t *peerTable) remove(k Key, p Peer) {
-	if t.get(k) != p {
-		return
-	}
-	if c, ok := k.compact(); ok {
+	if c, ok := k.compact(); ok && t.v4[c] == p {
 		delete(t.v4, c)
-	} else {
+	} else if !ok && t.other[k] == p {
 		delete(t.other, k)
+	} else {
+		return
 	}
 	if n := t.len(); t.peak >= shrinkPeak && n <= t.peak/4 {
 		t.v4, t.other, t.peak = remade(t.v4), remade(t.other), n

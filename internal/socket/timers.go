@@ -115,7 +115,8 @@ func shrunk(q timerHeap) timerHeap {
 	return append(make(timerHeap, 0, 2*len(q)), q...)
 }
 
-// timerHeap orders Timers by deadline (container/heap).
+// timerHeap orders Timers by deadline: its methods implement
+// heap.Interface, and keep each Timer's index (Timer.i) up to date.
 type timerHeap []*Timer
 
 func (h timerHeap) Len() int           { return len(h) }
