@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -98,6 +99,10 @@ func runChild(name string, n int, o options) {
 	srv, err := tr.listen(ctx)
 	if err != nil {
 		die(fmt.Errorf("listen: %w", err))
+	}
+	if o.memProfile != "" {
+		stop := profilePeak(fmt.Sprintf("%s.%s.%d", o.memProfile, strings.ReplaceAll(name, "/", "-"), n), die)
+		defer stop()
 	}
 	res, err := measure(ctx, tr, srv, n, o)
 	if err != nil {

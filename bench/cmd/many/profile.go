@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"time"
+)
+
+// profilePeak samples the heap every 100 ms and keeps the heap profile of
+// the largest live heap seen, which the returned function writes to file.
+// When the heap has grown by a sixteenth since the last sample that
+// counted, it collects garbage (runtime.GC) so that the profile and the
+// figure are of live objects only: the measurement is slowed a little
+// each time, a few dozen times in a run. Errors end the process through
+// die.
+func profilePeak(file string, die func(error)) (stop func()) {
+	const live = "/memory/classes/heap/objects:bytes"
+	sample := []metrics.Sample{{Name: live}}
+	var (
+		peak, livePeak uint64
+		best           bytes.Buffer
+		done           = make(chan struct{})
+		quit           = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v <= peak+peak/16 {
+				continue
+			}
+			runtime.GC()
+			metrics.Read(sample)
+			peak = sample[0].Value.Uint64()
+			if peak > livePeak {
+				livePeak = peak
+				best.Reset()
+				if err := pprof.Lookup("heap").WriteTo(&best, 0); err != nil {
+					die(err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		fmt.Fprintf(os.Stderr, "many: peak live heap %.1f MiB; heap profile in %s\n", float64(livePeak)/(1<<20), file)
+		if err := os.WriteFile(file, best.Bytes(), 0o644); err != nil {
+			die(err)
+		}
+	}
+}
