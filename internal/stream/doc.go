@@ -106,8 +106,9 @@
 // # Memory
 //
 // The receive side holds at most Config.RecvWindow stream bytes (unread bytes
-// in order, plus segments received out of order) in a ring that grows with
-// use, with one bit per byte more to track out-of-order segments. The send
+// in order, plus segments received out of order), or the lower limit the
+// caller sets with SetRecvLimit once the peer has used the window already
+// advertised, in a ring that grows with use, with one bit per byte more to track out-of-order segments. The send
 // side holds at most Config.SendBuffer bytes accepted by Write and not yet
 // framed, or the lower limit the caller sets with SetSendLimit, in a ring
 // that grows with use. Framed bytes are the engine's: a Stream keeps none.
@@ -117,8 +118,9 @@
 // every byte written has been framed), so that many streams hold memory in
 // proportion to the bytes they hold, not to their limits; with fewer, a
 // stream keeps its rings until Trim. Ring sizes are powers of two from 4 KiB to 16 MiB,
-// so that a ring's buffer may be up to twice its limit (RecvWindow rounded
-// up to 64 bytes, or the send limit) although the bytes it holds are not.
+// so that a ring's buffer may be up to twice its limit (the receive window
+// rounded up to 64 bytes, or the send limit) although the bytes it holds
+// are not.
 //
 // # Termination
 //

@@ -95,6 +95,7 @@ const (
 type Stream struct {
 	maxFrame   int
 	recvWindow uint64 // the current receive window
+	recvLimit  uint64 // see SetRecvLimit; 0 means none
 	maxWindow  uint64 // Config.MaxRecvWindow
 	// Auto-tuning (see Tune): the epoch over which the peer's pace is
 	// measured.
@@ -102,8 +103,7 @@ type Stream struct {
 	epochEnd   uint64  // maxEnd at epochAt
 	epochRate  float64 // bytes/s arriving over the previous epoch
 	sendBuffer int
-	sendLimit  int    // see SetSendLimit; 0 means sendBuffer
-	threshold  uint64 // limit increase that makes a WINDOW due
+	sendLimit  int // see SetSendLimit; 0 means sendBuffer
 
 	// Sending.
 	tx         sendRing // bytes written, not framed
@@ -171,7 +171,6 @@ func New(cfg Config) *Stream {
 		recvWindow: uint64(cfg.RecvWindow),
 		maxWindow:  uint64(max(cfg.RecvWindow, cfg.MaxRecvWindow)),
 		sendBuffer: cfg.SendBuffer,
-		threshold:  windowStep(uint64(cfg.RecvWindow)),
 		ordered:    cfg.Ordered,
 	}
 }
@@ -340,7 +339,7 @@ func (s *Stream) next() kind {
 		return kindRst
 	case s.err != nil:
 		return kindNone
-	case s.opened && !s.finReceived && s.readOff+s.recvWindow >= s.advertised+s.threshold:
+	case s.opened && !s.finReceived && s.readOff+s.window() >= s.advertised+windowStep(s.window()):
 		return kindWindow
 	case s.opened && s.tx.n > 0 && s.sendOff < s.peerLimit:
 		return kindData
@@ -366,7 +365,7 @@ func (s *Stream) NextFrame(buf []byte) int {
 	switch s.next() {
 	case kindHello:
 		s.helloSent = true
-		s.advertised = s.readOff + s.recvWindow
+		s.advertised = s.readOff + s.window()
 		return putHello(buf, s.sendStart, s.token, s.advertised)
 	case kindEcho:
 		t := s.echo
@@ -376,7 +375,7 @@ func (s *Stream) NextFrame(buf []byte) int {
 		s.rstPending, s.rstSent = false, true
 		return putRst(buf, s.rstCode, s.sendStart+s.sendOff)
 	case kindWindow:
-		s.advertised = s.readOff + s.recvWindow
+		s.advertised = s.readOff + s.window()
 		return putValue(buf, typeWindow, s.peerStart+s.advertised)
 	case kindData:
 		h := putValue(buf, typeData, s.sendStart+s.sendOff)
@@ -453,10 +452,27 @@ func (s *Stream) Tune(now time.Time, rtt time.Duration) {
 	}
 	if want := uint64(8 * growth * rate * rtt.Seconds()); want > s.recvWindow {
 		s.recvWindow = min(want, s.maxWindow)
-		s.threshold = windowStep(s.recvWindow)
 	}
 	s.epochAt, s.epochEnd, s.epochRate = now, s.maxEnd, rate
 }
+
+// window is the receive window advertised now: recvWindow, or the lower
+// limit SetRecvLimit set.
+func (s *Stream) window() uint64 {
+	if s.recvLimit > 0 {
+		return min(s.recvWindow, s.recvLimit)
+	}
+	return s.recvWindow
+}
+
+// SetRecvLimit caps the receive window advertised from now on at n bytes
+// (at least 1), or lifts the cap with 0. The limit already advertised is
+// never taken back, so a lower cap binds as the reader moves on; the
+// window's auto-tuning (Tune) goes on beneath it. A caller sets it from
+// a budget that the streams of a process share, so that a thousand
+// streams receiving at once hold about that budget between them rather
+// than a window each (see the package documentation, Memory).
+func (s *Stream) SetRecvLimit(n int) { s.recvLimit = uint64(n) }
 
 // maxWindowStep bounds how far the reader may get ahead of the limit last
 // advertised before a WINDOW is due, in bytes.
@@ -610,8 +626,11 @@ func (s *Stream) handleData(off uint64, p []byte) error {
 		p = p[s.recvNext-off:]
 		off = s.recvNext
 	}
-	// The span from readOff fits the ring: end <= advertised <= readOff+recvWindow.
-	s.rx.ensure(end-s.readOff, roundUp64(s.recvWindow), s.readOff, s.recvNext, s.maxEnd)
+	// The span from readOff fits the ring: end <= advertised, and what was
+	// advertised is at most readOff + recvWindow. A ring regrows to the
+	// window advertised now, not to a larger one of the past.
+	limit := roundUp64(max(s.window(), s.advertised-s.readOff))
+	s.rx.ensure(end-s.readOff, limit, s.readOff, s.recvNext, s.maxEnd)
 	s.rx.put(off, p)
 	if off == s.recvNext {
 		s.rx.mark(off, min(end, s.maxEnd), false)

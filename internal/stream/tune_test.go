@@ -156,3 +156,49 @@ func TestAutoTuneLossyPath(t *testing.T) {
 	}
 	t.Fatalf("window %d after 40 round trips", b.RecvWindow())
 }
+
+// TestRecvLimit: SetRecvLimit caps the window advertised, from the HELLO
+// on; a lower cap never takes back a limit already advertised, and binds
+// as the reader moves on; the ring regrows to the window advertised now,
+// not to a larger one of the past; 0 lifts the cap.
+func TestRecvLimit(t *testing.T) {
+	// As if keepRings other streams held rings: a drained ring goes back.
+	r0 := receiving.Swap(keepRings)
+	defer receiving.Add(r0 - keepRings)
+	l := newLink(t, 11, Config{MaxFrame: 1024, RecvWindow: 256 << 10, SendBuffer: 1 << 20}, 0)
+	l.b.SetRecvLimit(16 << 10)
+	src := randBytes(l.rng, 1<<20)
+	require.Equal(t, len(src), l.a.Write(src))
+	l.settle()
+	require.Equal(t, uint64(16<<10), l.b.maxEnd-l.b.readOff, "the HELLO advertised the cap")
+	checkBounds(t, l.b)
+
+	got := make([]byte, 0, len(src))
+	read := func(n int) {
+		buf := make([]byte, n)
+		for k := 0; k < n; {
+			m, err := l.b.Read(buf[k:])
+			require.NoError(t, err)
+			k += m
+		}
+		got = append(got, buf...)
+	}
+	read(16 << 10)
+	l.settle()
+	require.Equal(t, uint64(16<<10), l.b.maxEnd-l.b.readOff, "a window of the cap again")
+
+	l.b.SetRecvLimit(0)
+	read(16 << 10)
+	l.settle()
+	require.Equal(t, uint64(256<<10), l.b.maxEnd-l.b.readOff, "the cap lifted")
+
+	l.b.SetRecvLimit(8 << 10)
+	read(128 << 10)
+	l.settle()
+	require.Equal(t, uint64(128<<10), l.b.maxEnd-l.b.readOff, "what was advertised stays")
+	read(128 << 10)
+	l.settle()
+	require.Equal(t, uint64(8<<10), l.b.maxEnd-l.b.readOff, "the lower cap binds once the reader moved on")
+	require.Equal(t, uint64(8<<10), l.b.rx.size(), "the ring regrows to the window now, not to its last size")
+	require.Equal(t, src[:len(got)], got)
+}
