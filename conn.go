@@ -42,6 +42,7 @@ type Conn struct {
 	maxFrame  int       // the engine's largest message
 	held      int       // bytes of a frame in frame that the engine refused, to hand it again
 	active    time.Time // when bytes were last written or received
+	busy      bool      // counted in busyStreams: see touch and rest
 	maxQueued int
 	// largeChecked: useLarge has decided whether the engine sends large
 	// frames.
@@ -99,6 +100,7 @@ func (c *Conn) bind(eng engine.Engine) {
 		Start:         c.cfg.random64(),
 		Token:         token,
 	})
+	c.setLimits(eng.Stats().Congestion.Cwnd) // before the HELLO and the first Write
 	_, c.a.takesLarge = eng.(engine.LargeFramer)
 	c.recycle, _ = eng.(engine.Recycler)
 	c.build, _ = eng.(engine.Builder)
@@ -140,8 +142,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 		n := c.st.Write(p[total:])
 		if n > 0 {
 			total += n
-			c.active = time.Now()
-			c.a.settleLocked(c.active)
+			now := time.Now()
+			c.touch(now)
+			c.a.settleLocked(now)
 		} else if c.st.SendDone() {
 			return false, errClosed // after CloseWrite
 		}
@@ -241,7 +244,7 @@ func (c *Conn) take(now time.Time, m engine.Message) {
 		c.a.ep.Log().Debug("rudp: message ignored by a stream", "peer", c.raddr, "number", m.MessageNumber)
 		return
 	}
-	c.active = now
+	c.touch(now)
 	if err := c.st.HandleFrame(m.Data[len(c.cfg.proto.Stream.Prefix):]); err != nil {
 		c.a.ep.Log().Debug("rudp: stream frame rejected", "peer", c.raddr, "err", err)
 	}
@@ -254,6 +257,7 @@ func (c *Conn) recvOpen() bool { return true }
 // ended implements upper.
 func (c *Conn) ended(err error) {
 	c.endedBase(err)
+	c.rest()
 	if c.accepted != nil && !c.opened {
 		c.accepted.forget(c)
 	}
@@ -270,7 +274,7 @@ func (c *Conn) pump(now time.Time) {
 		// An idle stream's keepalive leaves both as they were.
 		stats := c.a.eng.Stats()
 		c.st.Tune(now, stats.SRTT)
-		c.st.SetSendLimit(sendLimit(stats.Congestion.Cwnd))
+		c.setLimits(stats.Congestion.Cwnd)
 	}
 	c.useLarge()
 	for range 2 {
@@ -337,33 +341,68 @@ func (c *Conn) keySeal() {
 	}
 }
 
-// sendLimit is how many bytes a stream with congestion window cwnd lets
-// Write hold unsent, within Config.SendBuffer: four windows, and no more
-// than its share of sendBudget among the streams of the process that
-// hold a send ring (stream.Sending), but at least minSendLimit. With the engine's own
-// queue (engine.SendRoom) four windows keep several ready behind the one
-// in flight, so that a fast stream's writer is not woken for every
-// window; the share keeps a thousand streams writing at once from each
-// holding its four windows. It is a power of two, rounded down, so that
-// the stream's ring keeps to the sizes its pool holds. Linux sizes a TCP
-// socket's send buffer from its window in the same way
-// (net/ipv4/tcp_input.c, tcp_sndbuf_expand, at v6.12), within a memory
-// limit shared by all sockets (tcp_mem).
-func sendLimit(cwnd int) int {
-	n := max(min(4*cwnd, sendBudget/max(stream.Sending(), 1)), minSendLimit)
-	return 1 << (bits.Len(uint(n)) - 1) // a ring size the pools keep
+// setLimits sets the stream's send limit and receive limit from the
+// engine's congestion window cwnd and the process's budgets (see
+// sendLimit and recvLimit).
+func (c *Conn) setLimits(cwnd int) {
+	n := int(busyStreams.Load())
+	c.st.SetSendLimit(sendLimit(cwnd, n))
+	c.st.SetRecvLimit(recvLimit(n))
 }
 
-// sendBudget is the unsent bytes that the streams of a process hold
-// between them before each is held to its share (see sendLimit): with
-// the default Config.SendBuffer (1 MiB) it binds only once more than 32
-// streams write at once, and the share reaches the 64 KiB floor at 512.
-const sendBudget = 32 << 20
+// sendLimit is how many bytes a stream with congestion window cwnd lets
+// Write hold unsent, within Config.SendBuffer, while busy streams of the
+// process are busy (busyStreams): four windows, and no more than its
+// share of sendBudget (at least minLimit), but at least the lower of that
+// share and minSendLimit. With the engine's own queue (engine.SendRoom)
+// four windows keep several ready behind the one in flight, so that a
+// fast stream's writer is not woken for every window; the share keeps a
+// thousand streams writing at once from each holding its four windows. It
+// is a power of two, rounded down, so that the stream's ring keeps to the
+// sizes its pool holds. Linux sizes a TCP socket's send buffer from its
+// window in the same way (net/ipv4/tcp_input.c, tcp_sndbuf_expand, at
+// v6.12), within a memory limit shared by all sockets (tcp_mem).
+func sendLimit(cwnd, busy int) int {
+	share := max(sendBudget/max(busy, 1), minLimit)
+	return floorPow2(max(min(4*cwnd, share), min(share, minSendLimit)))
+}
 
-// minSendLimit is the least a stream may hold unsent: a large frame's
-// worth (engine.MinSendRoom, 64 KiB), so that its frames stay large, and
-// a stream's Write takes at least that beyond its peer's window.
+// minSendLimit is the least a stream may hold unsent while its share of
+// sendBudget allows: a large frame's worth (engine.MinSendRoom, 64 KiB),
+// so that its frames stay large, and a stream's Write takes at least that
+// beyond its peer's window. Beyond 256 busy streams the share is lower.
 const minSendLimit = engine.MinSendRoom
+
+// recvLimit is the most a stream advertises of its receive window, within
+// Config.RecvWindow and the window's auto-tuning, while busy streams of
+// the process are busy (busyStreams): its share of recvBudget, but at
+// least minLimit, a power of two rounded down. Linux likewise clamps its TCP sockets' receive windows under the memory
+// limit they share (net/ipv4/tcp_input.c, tcp_clamp_window, at v6.12).
+func recvLimit(busy int) int {
+	return floorPow2(max(recvBudget/max(busy, 1), minLimit))
+}
+
+// floorPow2 rounds n, positive, down to a power of two.
+func floorPow2(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
+
+// sendBudget and recvBudget are the bytes that the streams of a process
+// hold unsent, and may be sent unread, between them before each is held to
+// its share (see sendLimit and recvLimit). A stream's Write and a peer
+// that fills its window hold their share in a ring: a thousand streams
+// writing and reading at once hold about both budgets between them, and
+// idle streams count for nothing. With the defaults (Config.SendBuffer and
+// Config.RecvWindow, 1 MiB) the budgets bind once more than 16 streams of
+// the process are busy, and the shares reach minLimit at 1,024.
+const (
+	sendBudget = 16 << 20
+	recvBudget = 16 << 20
+)
+
+// minLimit is the least share of the budgets, the least a stream may hold
+// unsent or advertise to its peer, in bytes: a dozen datagrams of the
+// usual size, so that a stream held to it still fills a window of a few
+// datagrams.
+const minLimit = 16 << 10
 
 // frameBuffer returns the buffer of the next frame: the engine's own
 // where it builds messages in place (engine.Builder), so that the frame
@@ -397,6 +436,27 @@ func (c *Conn) sendFrame() error {
 	return c.a.eng.Send(c.frame[:c.held], c.cfg.proto.Stream.Send)
 }
 
+// busyStreams counts the streams of the process that have moved bytes
+// within trimAfter (Conn.busy): those sharing sendBudget and recvBudget.
+var busyStreams atomic.Int64
+
+// touch records that the stream moved bytes at now.
+func (c *Conn) touch(now time.Time) {
+	c.active = now
+	if !c.busy {
+		c.busy = true
+		busyStreams.Add(1)
+	}
+}
+
+// rest records that the stream has moved no bytes for trimAfter, or ended.
+func (c *Conn) rest() {
+	if c.busy {
+		c.busy = false
+		busyStreams.Add(-1)
+	}
+}
+
 // idle reports whether the stream has moved no bytes for trimAfter and
 // holds none to send: its receive window needs no tuning (see
 // stream.Stream.Tune) and its send limit no update.
@@ -410,6 +470,7 @@ func (c *Conn) idle(now time.Time) bool {
 // probe included, so that nothing allocated for that stays.
 func (c *Conn) settled(now time.Time) {
 	if now.Sub(c.active) > trimAfter {
+		c.rest()
 		c.st.Trim()
 		c.a.spare = nil
 		// The engine keeps a frame it refused in its buffer (see
