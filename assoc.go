@@ -115,10 +115,22 @@ func (a *assoc) validated(now time.Time) {
 // sendBufs is a batch of datagram buffers, each with room for the largest
 // datagram of any protocol, and the messages that send them. An
 // association borrows one from sendPool for each settle, so that an idle
-// association holds none.
+// association holds none. A buffer is allocated when first used: a
+// settle that sends one acknowledgement takes one, and a batch of large
+// frames (largePool) borrowed for that holds 64 KiB, not four times that,
+// while its settle waits for a full socket.
 type sendBufs struct {
 	out     [][]byte
+	size    int // each buffer's capacity
 	scratch socket.Scratch
+}
+
+// buf returns the i-th buffer, whole.
+func (b *sendBufs) buf(i int) []byte {
+	if b.out[i] == nil {
+		b.out[i] = make([]byte, b.size)
+	}
+	return b.out[i][:b.size]
 }
 
 // maxSend is the largest datagram sent: Config.MTU is at most 1500 (a
@@ -128,13 +140,10 @@ const maxSend = 1500
 
 var sendPool = sync.Pool{New: func() any { return newSendBufs(socket.SendBatch, maxSend) }}
 
-// newSendBufs returns a batch of n buffers of size bytes each.
+// newSendBufs returns a batch of n buffers of size bytes each, none
+// allocated yet.
 func newSendBufs(n, size int) *sendBufs {
-	b := &sendBufs{out: make([][]byte, n), scratch: socket.NewScratch(n)}
-	for i := range b.out {
-		b.out[i] = make([]byte, size)
-	}
-	return b
+	return &sendBufs{out: make([][]byte, n), size: size, scratch: socket.NewScratch(n)}
 }
 
 func newAssoc(ep *socket.Endpoint, raddr net.Addr, eng engine.Engine, tr *connTrace) *assoc {
@@ -335,8 +344,8 @@ func (a *assoc) settleLocked(now time.Time) {
 	a.deliverLocked(now)
 	a.up.pump(now)
 	pool := &sendPool
-	if a.sendsLarge {
-		pool = &largePool
+	if a.sendsLarge && a.eng.(engine.LargeFramer).LargeDue() {
+		pool = &largePool // an acknowledgement takes no 64 KiB buffer
 	}
 	b := pool.Get().(*sendBufs)
 	defer pool.Put(b)
@@ -347,7 +356,7 @@ func (a *assoc) settleLocked(now time.Time) {
 			refused = a.transmitLocked(b, n) || refused
 			n = 0
 		}
-		buf := b.out[n][:cap(b.out[n])]
+		buf := b.buf(n)
 		if a.sealed {
 			buf = buf[:len(buf)-socket.SealLen]
 		}

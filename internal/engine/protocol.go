@@ -189,6 +189,13 @@ type LargeFramer interface {
 	FrameSizes() (usual, large int)
 	// SetMaxFrame lets new datagrams grow to n bytes.
 	SetMaxFrame(n int)
+	// LargeDue reports whether Poll may now write a datagram above the
+	// usual bound: new data beyond one usual datagram is queued, or a
+	// large datagram lost awaits its resend. Otherwise a Poll buffer of
+	// the usual size does: Poll writes no datagram larger than its
+	// buffer, and leaves a resend that does not fit it for a later Poll
+	// with a larger one.
+	LargeDue() bool
 }
 
 // MaxLargeDatagram bounds every LargeFramer's datagrams, the layer

@@ -42,6 +42,23 @@ func (s *Session) SetMaxFrame(n int) {
 // unless SetMaxFrame raised it and large frames were not given up.
 func (s *Session) MaxFrame() int { return s.maxFrame }
 
+// LargeDue implements engine.LargeFramer: large frames are allowed, and
+// more than a frame of the usual size is unsent, or the next lost frame
+// to resend is large (see split).
+func (s *Session) LargeDue() bool {
+	if s.maxFrame <= MaxFrameSize {
+		return false
+	}
+	if f := s.resendFront(); f != nil && f.size > MaxFrameSize {
+		return true
+	}
+	unsent := 0
+	for i := range s.txch {
+		unsent += s.txch[i].unsent
+	}
+	return unsent > MaxFrameSize-DataHeaderSize
+}
+
 // largeAcked records that frame f was acknowledged.
 func (s *Session) largeAcked(f *txFrame) {
 	if f.size > MaxFrameSize {

@@ -204,3 +204,34 @@ func TestLargeProbeLossNoCongestion(t *testing.T) {
 	require.Zero(t, st.Congestion.Events, "congestion events")
 	require.Zero(t, st.Congestion.InFlight)
 }
+
+// TestLargeDue: a session allowed large frames wants a large Poll buffer
+// only while more than a frame of the usual size is unsent; given a buffer
+// of the usual size it writes frames of at most that size, so that a
+// caller can poll its acknowledgements, and a little data, into one.
+func TestLargeDue(t *testing.T) {
+	p := largePair(t, 0)
+	require.False(t, p.A.LargeDue(), "nothing unsent")
+	require.NoError(t, p.A.Send(make([]byte, 100), engine.SendOptions{}))
+	require.False(t, p.A.LargeDue(), "one small message unsent")
+	require.NoError(t, p.A.Send(make([]byte, 3*FragmentSize), engine.SendOptions{}))
+	require.True(t, p.A.LargeDue(), "more than a usual frame unsent")
+
+	buf := make([]byte, MaxFrameSize)
+	var sizes []int
+	for n := p.A.Poll(p.Now, buf); n > 0; n = p.A.Poll(p.Now, buf) {
+		if FrameType(buf[0]) == FrameData {
+			sizes = append(sizes, n)
+		}
+	}
+	require.NotEmpty(t, sizes)
+	for _, n := range sizes {
+		require.LessOrEqual(t, n, MaxFrameSize)
+	}
+	require.Greater(t, len(sizes), 1, "more than a frame's worth sent")
+
+	q := largePair(t, 0)
+	q.A.SetMaxFrame(MaxFrameSize) // large frames not allowed
+	require.NoError(t, q.A.Send(make([]byte, 3*FragmentSize), engine.SendOptions{}))
+	require.False(t, q.A.LargeDue(), "large frames not allowed")
+}

@@ -130,7 +130,9 @@ func (r *txRing) popDone() {
 
 // writeData writes the next Data frame into buf (docs/protocols/porous.md §3.3): first a lost
 // frame due for its resend, else a new frame assembled from the queues. It
-// returns 0 when the congestion or transfer window allows neither.
+// returns 0 when the congestion or transfer window allows neither, and
+// leaves a lost frame larger than buf for a Poll with a larger one; a new
+// frame is at most len(buf) bytes.
 //
 // A frame whose first message comes from a High channel that just became
 // active with at most a fragment unsent (see goesAhead) leaves even when
@@ -142,6 +144,9 @@ func (r *txRing) popDone() {
 // ahead too.
 func (s *Session) writeData(buf []byte) int {
 	if f := s.resendFront(); f != nil {
+		if f.size > len(buf) {
+			return 0 // see engine.LargeFramer's LargeDue
+		}
 		ahead := false
 		if !s.cc.CanSend(s.now, f.size) {
 			if !f.pkt.Ahead() || s.cc.AheadRoom(s.now) < f.size {
@@ -156,6 +161,7 @@ func (s *Session) writeData(buf []byte) int {
 		return n
 	}
 	limit, ok, ahead := s.buildLimit()
+	limit = min(limit, len(buf))
 	if !ok {
 		if c, _ := s.nextItem(); c == nil && s.cc.Room() > 0 {
 			s.cc.AppLimited() // room to send and nothing to send
