@@ -100,8 +100,13 @@ func runChild(name string, n int, o options) {
 	if err != nil {
 		die(fmt.Errorf("listen: %w", err))
 	}
+	suffix := fmt.Sprintf(".%s.%d", strings.ReplaceAll(name, "/", "-"), n)
 	if o.memProfile != "" {
-		stop := profilePeak(fmt.Sprintf("%s.%s.%d", o.memProfile, strings.ReplaceAll(name, "/", "-"), n), die)
+		stop := profilePeak(o.memProfile+suffix, die)
+		defer stop()
+	}
+	if o.cpuProfile != "" {
+		stop := profileCPU(o.cpuProfile+suffix, die)
 		defer stop()
 	}
 	res, err := measure(ctx, tr, srv, n, o)

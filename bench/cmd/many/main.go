@@ -22,11 +22,13 @@
 // figure over the runs.
 //
 //	go run ./cmd/many [-transports tcp,quic-go,rudp/porous] [-n 100,1000] [-size 1048576]
-//	    [-dials 64] [-runs 1] [-timeout 5m] [-readbuf 16384] [-handshake 0] [-memprofile file]
+//	    [-dials 64] [-runs 1] [-timeout 5m] [-readbuf 16384] [-handshake 0] [-memprofile file] [-cpuprofile file]
 //
 // With -memprofile, each child writes a heap profile (go tool pprof) to
 // file.<transport>.<N>, taken when its live heap was largest, sampled
-// every 100 ms; the last run's profile replaces the earlier ones.
+// every 100 ms; the last run's profile replaces the earlier ones. With
+// -cpuprofile, each child writes its CPU profile of the whole measurement
+// to file.<transport>.<N> in the same way.
 //
 // For 10,000 streams, use smaller ones (-n 10000 -size 65536): the child
 // raises its open-file limit to the hard limit and warns when that is
@@ -61,6 +63,7 @@ func main() {
 	readBuf := flag.Int("readbuf", 16<<10, "the server's read buffer per stream, in bytes (at most 65536)")
 	handshake := flag.Duration("handshake", 0, "rudp's Config.HandshakeTimeout (0: its default, 10 s)")
 	memProfile := flag.String("memprofile", "", "write each child's heap profile at its peak live heap to this file, suffixed .<transport>.<N>")
+	cpuProfile := flag.String("cpuprofile", "", "write each child's CPU profile to this file, suffixed .<transport>.<N>")
 	child := flag.String("child", "", "internal: measure this transport with one -n in this process, and print the result as JSON")
 	flag.Parse()
 	log.SetFlags(0)
@@ -68,7 +71,7 @@ func main() {
 	if *size < 1 || *dials < 1 || *runs < 1 || *timeout <= 0 || *readBuf < 1 || *readBuf > maxChunk || *handshake < 0 {
 		log.Fatal("-size, -dials, -runs, -timeout and -readbuf must be positive, -readbuf at most 65536, -handshake not negative")
 	}
-	opts := options{size: *size, dials: *dials, readBuf: *readBuf, timeout: *timeout, handshake: *handshake, memProfile: *memProfile}
+	opts := options{size: *size, dials: *dials, readBuf: *readBuf, timeout: *timeout, handshake: *handshake, memProfile: *memProfile, cpuProfile: *cpuProfile}
 	var counts []int
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(s)
@@ -146,13 +149,14 @@ type options struct {
 	size, dials, readBuf int
 	timeout, handshake   time.Duration
 	memProfile           string // see -memprofile; empty: none
+	cpuProfile           string // see -cpuprofile; empty: none
 }
 
 // args are the flags that pass o to a child process.
 func (o options) args() []string {
 	return []string{"-size", strconv.Itoa(o.size), "-dials", strconv.Itoa(o.dials), "-readbuf", strconv.Itoa(o.readBuf),
 		"-timeout", o.timeout.String(), "-handshake", o.handshake.String(),
-		"-memprofile", o.memProfile}
+		"-memprofile", o.memProfile, "-cpuprofile", o.cpuProfile}
 }
 
 // key names one transport at one N.

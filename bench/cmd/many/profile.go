@@ -61,3 +61,21 @@ func profilePeak(file string, die func(error)) (stop func()) {
 		}
 	}
 }
+
+// profileCPU starts the CPU profile, which the returned function stops
+// and writes to file. Errors end the process through die.
+func profileCPU(file string, die func(error)) (stop func()) {
+	f, err := os.Create(file)
+	if err != nil {
+		die(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		die(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			die(err)
+		}
+	}
+}
