@@ -96,7 +96,9 @@ type Stream struct {
 	maxFrame   int
 	recvWindow uint64 // the current receive window
 	recvLimit  uint64 // see SetRecvLimit; 0 means none
-	maxWindow  uint64 // Config.MaxRecvWindow
+	// advertisedAt is readOff when advertised was set (see windowDue).
+	advertisedAt uint64
+	maxWindow    uint64 // Config.MaxRecvWindow
 	// Auto-tuning (see Tune): the epoch over which the peer's pace is
 	// measured.
 	epochAt    time.Time
@@ -339,7 +341,7 @@ func (s *Stream) next() kind {
 		return kindRst
 	case s.err != nil:
 		return kindNone
-	case s.opened && !s.finReceived && s.readOff+s.window() >= s.advertised+windowStep(s.window()):
+	case s.opened && !s.finReceived && s.windowDue():
 		return kindWindow
 	case s.opened && s.tx.n > 0 && s.sendOff < s.peerLimit:
 		return kindData
@@ -365,7 +367,7 @@ func (s *Stream) NextFrame(buf []byte) int {
 	switch s.next() {
 	case kindHello:
 		s.helloSent = true
-		s.advertised = s.readOff + s.window()
+		s.advertised, s.advertisedAt = s.readOff+s.window(), s.readOff
 		return putHello(buf, s.sendStart, s.token, s.advertised)
 	case kindEcho:
 		t := s.echo
@@ -375,7 +377,7 @@ func (s *Stream) NextFrame(buf []byte) int {
 		s.rstPending, s.rstSent = false, true
 		return putRst(buf, s.rstCode, s.sendStart+s.sendOff)
 	case kindWindow:
-		s.advertised = s.readOff + s.window()
+		s.advertised, s.advertisedAt = s.readOff+s.window(), s.readOff
 		return putValue(buf, typeWindow, s.peerStart+s.advertised)
 	case kindData:
 		h := putValue(buf, typeData, s.sendStart+s.sendOff)
@@ -454,6 +456,19 @@ func (s *Stream) Tune(now time.Time, rtt time.Duration) {
 		s.recvWindow = min(want, s.maxWindow)
 	}
 	s.epochAt, s.epochEnd, s.epochRate = now, s.maxEnd, rate
+}
+
+// windowDue reports whether a WINDOW is due: the limit it would advertise
+// is a step (windowStep of the window now) above the last one, and the
+// peer has sent at least a step of the last window advertised since then.
+// A window that grew while the peer sends nothing (a stream whose share
+// of a budget rose, see SetRecvLimit) waits until the peer uses it; a peer
+// held by the window has sent everything up to the limit, so it is never
+// kept waiting.
+func (s *Stream) windowDue() bool {
+	w := s.window()
+	return s.readOff+w >= s.advertised+windowStep(w) &&
+		s.maxEnd >= s.advertisedAt+windowStep(s.advertised-s.advertisedAt)
 }
 
 // window is the receive window advertised now: recvWindow, or the lower

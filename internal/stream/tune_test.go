@@ -202,3 +202,28 @@ func TestRecvLimit(t *testing.T) {
 	require.Equal(t, uint64(8<<10), l.b.rx.size(), "the ring regrows to the window now, not to its last size")
 	require.Equal(t, src[:len(got)], got)
 }
+
+// TestWindowWaitsForPeer: a window that grew while the peer sent almost
+// nothing (a higher SetRecvLimit) is not advertised until the peer has
+// sent a quarter of the last window advertised; then it is.
+func TestWindowWaitsForPeer(t *testing.T) {
+	l := newLink(t, 12, Config{MaxFrame: 1024, RecvWindow: 256 << 10}, 0)
+	l.b.SetRecvLimit(16 << 10)
+	require.Equal(t, 2, l.a.Write([]byte("hi")))
+	l.settle()
+	buf := make([]byte, 2)
+	n, err := l.b.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	l.b.SetRecvLimit(0)
+	require.False(t, l.b.HasFrame(), "the peer has sent 2 bytes of a 16 KiB window")
+
+	require.Equal(t, 4094, l.a.Write(make([]byte, 4094)))
+	l.pumpOne(l.a, &l.toB)
+	l.deliver(&l.toB, l.b, len(l.toB))
+	require.True(t, l.b.HasFrame(), "the peer has sent a quarter of it")
+	frame := make([]byte, 64)
+	n = l.b.NextFrame(frame)
+	require.NotZero(t, n)
+	require.Equal(t, byte(typeWindow), frame[0])
+}
