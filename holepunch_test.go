@@ -145,9 +145,16 @@ func TestHolePunch(t *testing.T) {
 							if err != nil {
 								return err
 							}
+							// The conn is closed once both directions are done:
+							// the peer's bytes may all arrive before this end's
+							// are all written.
+							wrote := make(chan error, 1)
 							go func() {
-								_, _ = c.Write(side.send)
-								_ = c.CloseWrite()
+								_, err := c.Write(side.send)
+								if err == nil {
+									err = c.CloseWrite()
+								}
+								wrote <- err
 							}()
 							got, err := io.ReadAll(c)
 							if err != nil {
@@ -155,6 +162,9 @@ func TestHolePunch(t *testing.T) {
 							}
 							if !bytes.Equal(got, side.want) {
 								return fmt.Errorf("%d bytes read, not the %d sent", len(got), len(side.want))
+							}
+							if err := <-wrote; err != nil {
+								return fmt.Errorf("write: %w", err)
 							}
 							return c.Close()
 						})
