@@ -52,8 +52,11 @@ type assoc struct {
 	over    bool
 
 	sendErrors uint64 // datagrams the socket refused to send
-	refusals   refusals
-	recvShut   bool // the engine was told to refuse new data
+	// out is the endpoint's Outbox during a Flush that has one: see
+	// transmitLocked.
+	out      *socket.Outbox
+	refusals refusals
+	recvShut bool // the engine was told to refuse new data
 
 	// Once the layer above has closed for good (see discard): the
 	// messages it dropped unread, and the engine's Stats.Refused then.
@@ -123,6 +126,14 @@ type sendBufs struct {
 	out     [][]byte
 	size    int // each buffer's capacity
 	scratch socket.Scratch
+}
+
+// pool is the pool b belongs to: sendPool, or largePool for large frames.
+func (b *sendBufs) pool() *sync.Pool {
+	if b.size > maxSend {
+		return &largePool
+	}
+	return &sendPool
 }
 
 // buf returns the i-th buffer, whole.
@@ -319,12 +330,29 @@ func (a *assoc) deliverLocked(now time.Time) {
 }
 
 // Flush implements socket.Peer: it settles the association after Input.
-func (a *assoc) Flush(now time.Time) {
+// With out, its datagrams go there and the association stays locked until
+// out has sent them (see socket.Outbox).
+func (a *assoc) Flush(now time.Time, out *socket.Outbox) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	if out == nil {
+		defer a.mu.Unlock()
+	} else {
+		out.Hold(&a.mu)
+		a.out = out
+		defer func() { a.out = nil }()
+	}
 	if !a.over {
 		a.settleLocked(now)
 	}
+}
+
+// Sent implements socket.Sender: the datagrams of a batch handed to the
+// endpoint's Outbox (see transmitLocked) went, and its buffers come back.
+// The association is still locked.
+func (a *assoc) Sent(r *socket.Run) {
+	a.sendErrors += r.Failed
+	b := r.Tag.(*sendBufs)
+	b.pool().Put(b)
 }
 
 func (a *assoc) onTimer() {
@@ -348,12 +376,13 @@ func (a *assoc) settleLocked(now time.Time) {
 		pool = &largePool // an acknowledgement takes no 64 KiB buffer
 	}
 	b := pool.Get().(*sendBufs)
-	defer pool.Put(b)
 	refused := false // the socket reported the peer's port unreachable
 	n := 0
 	for {
 		if n == len(b.out) {
-			refused = a.transmitLocked(b, n) || refused
+			var r bool
+			b, r = a.transmitLocked(b, n)
+			refused = refused || r
 			n = 0
 		}
 		buf := b.buf(n)
@@ -384,8 +413,9 @@ func (a *assoc) settleLocked(now time.Time) {
 		b.out[n] = buf[:k]
 		n++
 	}
-	refused = a.transmitLocked(b, n) || refused
-	if refused && a.refusedLocked(now) {
+	b, r := a.transmitLocked(b, n)
+	pool.Put(b)
+	if (refused || r) && a.refusedLocked(now) {
 		return
 	}
 	if a.tr != nil {
@@ -487,12 +517,22 @@ func (a *assoc) abandon(err error) {
 	a.endLocked(err)
 }
 
-// transmitLocked sends b.out[:n] to the peer. It reports whether the
-// socket answered that the peer's port is unreachable (see socket.Socket.Send).
-func (a *assoc) transmitLocked(b *sendBufs, n int) (refused bool) {
+// transmitLocked sends b.out[:n] to the peer, and returns the batch to
+// fill next. It reports whether the socket answered that the peer's port
+// is unreachable (see socket.Socket.Send). During a Flush with an Outbox,
+// b goes there instead, and a fresh batch from the same pool comes back:
+// the Outbox sends b later, with the datagrams of other peers.
+func (a *assoc) transmitLocked(b *sendBufs, n int) (next *sendBufs, refused bool) {
+	if n == 0 {
+		return b, false
+	}
+	if a.out != nil {
+		a.out.Add(b.out[:n], a.raddr, a, b)
+		return b.pool().Get().(*sendBufs), false
+	}
 	failed, refused := a.ep.Socket().Send(&b.scratch, b.out[:n], a.raddr)
 	a.sendErrors += failed
-	return refused
+	return b, refused
 }
 
 // Refused implements socket.Peer: it records, at now, an ICMP port unreachable from the peer's port,

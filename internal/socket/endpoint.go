@@ -24,8 +24,11 @@ type Peer interface {
 	// the last one consumed comes from a restarted peer and ended this
 	// association, so that the endpoint offers it as a new peer's.
 	Input(now time.Time, data []byte, seg int) (n int, took, restarted bool)
-	// Flush brings the association up to date after a batch of Input.
-	Flush(now time.Time)
+	// Flush brings the association up to date after a batch of Input. With
+	// out (an unconnected socket's), it queues its datagrams there rather
+	// than sending them, and leaves itself locked in out's care (see
+	// Outbox.Hold).
+	Flush(now time.Time, out *Outbox)
 	// Refused reports an ICMP port unreachable about the peer.
 	Refused(now time.Time)
 	// Stopped ends the association: the socket failed or was closed.
@@ -110,6 +113,10 @@ func (ep *Endpoint) Counts() (unknown, oversize uint64) {
 func (ep *Endpoint) readLoop() {
 	defer close(ep.done)
 	var touched []Peer
+	var out *Outbox // one sendmmsg for the datagrams of many peers
+	if !ep.sock.Connected() {
+		out = newOutbox(ep.sock)
+	}
 	r := ep.sock.NewReader(ep.largest)
 	for {
 		ms, err := r.Read()
@@ -143,10 +150,13 @@ func (ep *Endpoint) readLoop() {
 			}
 		}
 		for i, p := range touched {
-			p.Flush(now)
+			p.Flush(now, out)
 			touched[i] = nil
 		}
 		touched = touched[:0]
+		if out != nil {
+			out.Release()
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ type keyPeer struct{ k Key }
 
 func (p *keyPeer) Key() Key                                       { return p.k }
 func (p *keyPeer) Input(time.Time, []byte, int) (int, bool, bool) { return 0, false, false }
-func (p *keyPeer) Flush(time.Time)                                {}
+func (p *keyPeer) Flush(time.Time, *Outbox)                       {}
 func (p *keyPeer) Refused(time.Time)                              {}
 func (p *keyPeer) Stopped()                                       {}
 func (p *keyPeer) TakesLarge() bool                               { return false }

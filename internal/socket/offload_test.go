@@ -31,19 +31,19 @@ func TestGSOGrouping(t *testing.T) {
 		return r
 	}
 	bufs := mk(1290, 1290, 1290, 700, 1290, 4, 1290, 1290)
-	require.Equal(t, []int{4, 2, 2}, runs(sc.messages(bufs, to, true)), "a shorter datagram ends a run")
-	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1}, runs(sc.messages(bufs, to, false)))
-	require.Equal(t, []int{1, 1}, runs(sc.messages(mk(4, 1290), to, true)), "a larger datagram starts a new run")
+	require.Equal(t, []int{4, 2, 2}, runs(sc.layout([]Run{{Bufs: bufs, To: to}}, false, true)), "a shorter datagram ends a run")
+	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1}, runs(sc.layout([]Run{{Bufs: bufs, To: to}}, false, false)))
+	require.Equal(t, []int{1, 1}, runs(sc.layout([]Run{{Bufs: mk(4, 1290), To: to}}, false, true)), "a larger datagram starts a new run")
 
 	// 1472-byte datagrams: 44 fit in one IPv4 packet's 65507 bytes.
 	long := make([]int, 50)
 	for i := range long {
 		long[i] = 1472
 	}
-	require.Equal(t, []int{44, 6}, runs(sc.messages(mk(long...), to, true)), "a run ends at 65507 bytes")
+	require.Equal(t, []int{44, 6}, runs(sc.layout([]Run{{Bufs: mk(long...), To: to}}, false, true)), "a run ends at 65507 bytes")
 	small := make([]int, 70)
 	for i := range small {
 		small[i] = 100
 	}
-	require.Equal(t, []int{64, 6}, runs(sc.messages(mk(small...), to, true)), "a run ends at 64 datagrams")
+	require.Equal(t, []int{64, 6}, runs(sc.layout([]Run{{Bufs: mk(small...), To: to}}, false, true)), "a run ends at 64 datagrams")
 }

@@ -101,33 +101,59 @@ func (s *Socket) sendErrFlag() *atomic.Bool {
 // unreachable from the peer, reported by this send rather than by the
 // next read.
 func (s *Socket) Send(sc *Scratch, bufs [][]byte, to net.Addr) (failed uint64, refused bool) {
-	if s.connected {
-		to = nil
-	}
-	for len(bufs) > 0 {
+	runs := [1]Run{{Bufs: bufs, To: to}}
+	s.SendRuns(sc, runs[:])
+	return runs[0].Failed, runs[0].Refused
+}
+
+// Run is a sequence of datagrams to one destination, for SendRuns.
+type Run struct {
+	Bufs [][]byte
+	To   net.Addr // ignored on a connected socket
+	// Failed and Refused are Send's results for this run; SendRuns adds
+	// to them.
+	Failed  uint64
+	Refused bool
+	// Owner and Tag are the queuer's, for Outbox: see Sender.
+	Owner Sender
+	Tag   any
+}
+
+// SendRuns transmits the datagrams of runs, each run's to its
+// destination, in order, with as few system calls as sc's messages allow:
+// a sendmmsg may carry datagrams to several destinations. Each run's
+// Failed and Refused are set as Send returns them; its Bufs is emptied.
+func (s *Socket) SendRuns(sc *Scratch, runs []Run) {
+	for len(runs) > 0 {
+		r := &runs[0]
+		if len(r.Bufs) == 0 {
+			runs = runs[1:]
+			continue
+		}
 		if s.batch == nil {
 			var err error
 			if s.connected {
-				_, err = s.pc.(*net.UDPConn).Write(bufs[0])
+				_, err = s.pc.(*net.UDPConn).Write(r.Bufs[0])
 			} else {
-				_, err = s.pc.WriteTo(bufs[0], to)
+				_, err = s.pc.WriteTo(r.Bufs[0], r.To)
 			}
 			if err != nil {
-				failed++
-				refused = refused || s.refusedSend(err)
+				r.Failed++
+				r.Refused = r.Refused || s.refusedSend(err)
 			}
-			bufs = bufs[1:]
+			r.Bufs = r.Bufs[1:]
 			continue
 		}
 		gso := s.gso.Load()
-		ms := sc.messages(bufs, to, gso)
+		ms := sc.layout(runs, s.connected, gso)
 		n, err := s.batch.WriteBatch(ms, sc)
 		n = max(n, 0)
 		if err == nil && n < len(ms) {
 			err = io.ErrShortWrite // never spin on a call that sent nothing
 		}
-		for _, m := range ms[:n] {
-			bufs = bufs[len(m.Buffers):]
+		for k, m := range ms[:n] {
+			o := &runs[sc.owner[k]]
+			o.Bufs = o.Bufs[len(m.Buffers):]
 		}
 		if err == nil || n == len(ms) {
 			continue
@@ -136,11 +162,11 @@ func (s *Socket) Send(sc *Scratch, bufs [][]byte, to net.Addr) (failed uint64, r
 			s.gso.Store(false) // the path cannot segment: send one by one from now on
 			continue
 		}
-		failed += uint64(len(ms[n].Buffers))
-		refused = refused || s.refusedSend(err)
-		bufs = bufs[len(ms[n].Buffers):]
+		o := &runs[sc.owner[n]]
+		o.Failed += uint64(len(ms[n].Buffers))
+		o.Refused = o.Refused || s.refusedSend(err)
+		o.Bufs = o.Bufs[len(ms[n].Buffers):]
 	}
-	return failed, refused
 }
 
 // GSO bounds: one segmented message carries at most maxSegments
@@ -157,36 +183,46 @@ const (
 // Scratch holds a sender's messages for Send, so that sending allocates
 // nothing.
 type Scratch struct {
-	ms   []ipv4.Message
-	oobs [][]byte
-	sys  mmsgScratch // the system's layout of ms
+	ms    []ipv4.Message
+	owner []int // the run of each of ms, for SendRuns
+	oobs  [][]byte
+	sys   mmsgScratch // the system's layout of ms
 }
 
 // NewScratch returns the scratch of a sender of up to n messages per
 // system call.
 func NewScratch(n int) Scratch {
-	sc := Scratch{ms: make([]ipv4.Message, n), oobs: make([][]byte, n)}
+	sc := Scratch{ms: make([]ipv4.Message, n), owner: make([]int, n), oobs: make([][]byte, n)}
 	for i := range sc.oobs {
 		sc.oobs[i] = make([]byte, oobSize)
 	}
 	return sc
 }
 
-// messages lays bufs out as messages to to, grouping runs for GSO.
-func (sc *Scratch) messages(bufs [][]byte, to net.Addr, gso bool) []ipv4.Message {
+// layout lays the datagrams of runs out as messages, as many as sc
+// holds, each run's to its destination (none on a connected socket),
+// grouping runs of equal-size datagrams for GSO.
+func (sc *Scratch) layout(runs []Run, connected, gso bool) []ipv4.Message {
 	k := 0
-	for i := 0; i < len(bufs) && k < len(sc.ms); k++ {
-		size, j := len(bufs[i]), i+1
-		most := min(maxSegments, maxGSOBytes/max(size, 1))
-		for gso && j < len(bufs) && j-i < most && len(bufs[j-1]) == size && len(bufs[j]) <= size {
-			j++
+	for ri := 0; ri < len(runs) && k < len(sc.ms); ri++ {
+		bufs, to := runs[ri].Bufs, runs[ri].To
+		if connected {
+			to = nil
 		}
-		m := &sc.ms[k]
-		m.Buffers, m.Addr, m.OOB = bufs[i:j], to, nil
-		if j-i > 1 {
-			m.OOB = putSegmentSize(sc.oobs[k], size)
+		for i := 0; i < len(bufs) && k < len(sc.ms); k++ {
+			size, j := len(bufs[i]), i+1
+			most := min(maxSegments, maxGSOBytes/max(size, 1))
+			for gso && j < len(bufs) && j-i < most && len(bufs[j-1]) == size && len(bufs[j]) <= size {
+				j++
+			}
+			m := &sc.ms[k]
+			m.Buffers, m.Addr, m.OOB = bufs[i:j], to, nil
+			if j-i > 1 {
+				m.OOB = putSegmentSize(sc.oobs[k], size)
+			}
+			sc.owner[k] = ri
+			i = j
 		}
-		i = j
 	}
 	return sc.ms[:k]
 }
