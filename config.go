@@ -86,7 +86,12 @@ type Config struct {
 
 	// RecvWindow is a stream's initial receive buffer in bytes: the
 	// flow-control window first advertised to the peer. Default 1 MiB;
-	// 4 KiB to 1 GiB.
+	// 4 KiB to 1 GiB. The streams of a process that are moving data
+	// (having written or received within the last second) share 16 MiB of
+	// receive window: beyond 16 of them, each advertises at most its
+	// share, and at least 16 KiB, whatever RecvWindow and MaxRecvWindow
+	// allow, so that a thousand busy streams hold 16 MiB between them
+	// rather than a window each.
 	RecvWindow int
 
 	// MaxRecvWindow is how far a stream's receive window may grow, in
@@ -105,8 +110,10 @@ type Config struct {
 	// it, a stream queues at most four congestion windows, and at
 	// least 64 KiB (as Linux sizes a TCP send buffer), so that many
 	// streams sharing a path hold little each; the engine holds about as
-	// much again, framed, until the peer acknowledges it. Default 1 MiB;
-	// 4 KiB to 1 GiB.
+	// much again, framed, until the peer acknowledges it. The busy streams
+	// of a process (see RecvWindow) also share 16 MiB of unsent bytes:
+	// beyond 16 of them each queues at most its share, and beyond 256 less
+	// than 64 KiB, down to 16 KiB. Default 1 MiB; 4 KiB to 1 GiB.
 	SendBuffer int
 
 	// Backlog bounds a listener's new peers: those still in their handshake
