@@ -385,6 +385,9 @@ func (a *assoc) settleLocked(now time.Time) {
 			refused = refused || r
 			n = 0
 		}
+		if b == nil {
+			b = pool.Get().(*sendBufs)
+		}
 		buf := b.buf(n)
 		if a.sealed {
 			buf = buf[:len(buf)-socket.SealLen]
@@ -414,7 +417,9 @@ func (a *assoc) settleLocked(now time.Time) {
 		n++
 	}
 	b, r := a.transmitLocked(b, n)
-	pool.Put(b)
+	if b != nil {
+		pool.Put(b)
+	}
 	if (refused || r) && a.refusedLocked(now) {
 		return
 	}
@@ -520,15 +525,16 @@ func (a *assoc) abandon(err error) {
 // transmitLocked sends b.out[:n] to the peer, and returns the batch to
 // fill next. It reports whether the socket answered that the peer's port
 // is unreachable (see socket.Socket.Send). During a Flush with an Outbox,
-// b goes there instead, and a fresh batch from the same pool comes back:
-// the Outbox sends b later, with the datagrams of other peers.
+// b goes there instead and nil comes back: the Outbox sends b later, with
+// the datagrams of other peers, and the caller takes another batch only
+// if it has more to send.
 func (a *assoc) transmitLocked(b *sendBufs, n int) (next *sendBufs, refused bool) {
 	if n == 0 {
 		return b, false
 	}
 	if a.out != nil {
 		a.out.Add(b.out[:n], a.raddr, a, b)
-		return b.pool().Get().(*sendBufs), false
+		return nil, false
 	}
 	failed, refused := a.ep.Socket().Send(&b.scratch, b.out[:n], a.raddr)
 	a.sendErrors += failed
