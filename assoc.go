@@ -337,13 +337,13 @@ func (a *assoc) Flush(now time.Time, out *socket.Outbox) {
 	if out == nil {
 		defer a.mu.Unlock()
 	} else {
-		out.Hold(&a.mu)
-		a.out = out
-		defer func() { a.out = nil }()
+		out.Hold(&a.mu) // unlocked once out has sent what the settle queues
 	}
+	a.out = out
 	if !a.over {
 		a.settleLocked(now)
 	}
+	a.out = nil
 }
 
 // Sent implements socket.Sender: the datagrams of a batch handed to the

@@ -351,7 +351,7 @@ func (c *Conn) setLimits(cwnd int) {
 }
 
 // sendLimit is how many bytes a stream with congestion window cwnd lets
-// Write hold unsent, within Config.SendBuffer, while busy streams of the
+// Write hold unsent, within Config.SendBuffer, when busy streams of the
 // process are busy (busyStreams): four windows, and no more than its
 // share of sendBudget (at least minLimit), but at least the lower of that
 // share and minSendLimit. With the engine's own queue (engine.SendRoom)
@@ -374,10 +374,11 @@ func sendLimit(cwnd, busy int) int {
 const minSendLimit = engine.MinSendRoom
 
 // recvLimit is the most a stream advertises of its receive window, within
-// Config.RecvWindow and the window's auto-tuning, while busy streams of
-// the process are busy (busyStreams): its share of recvBudget, but at
-// least minLimit, a power of two rounded down. Linux likewise clamps its TCP sockets' receive windows under the memory
-// limit they share (net/ipv4/tcp_input.c, tcp_clamp_window, at v6.12).
+// Config.RecvWindow and the window's auto-tuning, when busy streams of the
+// process are busy (busyStreams): its share of recvBudget, but at least
+// minLimit, a power of two rounded down. Linux likewise clamps its TCP
+// sockets' receive windows under the memory limit they share
+// (net/ipv4/tcp_input.c, tcp_clamp_window, at v6.12).
 func recvLimit(busy int) int {
 	return floorPow2(max(recvBudget/max(busy, 1), minLimit))
 }

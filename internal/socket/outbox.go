@@ -32,6 +32,9 @@ type Sender interface {
 // outboxSize is how many datagrams an Outbox sends at once, at most.
 const outboxSize = 4 * SendBatch
 
+// newOutbox returns an empty Outbox that sends on s. Its queue holds at
+// most outboxSize datagrams, and it holds at most one Locker per Peer
+// flushed after a read batch.
 func newOutbox(s *Socket) *Outbox {
 	return &Outbox{sock: s, sc: NewScratch(outboxSize)}
 }

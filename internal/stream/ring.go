@@ -41,11 +41,6 @@ var (
 // of each kind (see sendBlocks).
 const keepRings = 32
 
-// Sending is the number of streams in the process holding a send ring:
-// with more than keepRings of them, those holding bytes written and not
-// yet framed, the streams competing to send now.
-func Sending() int { return int(sending.Load()) }
-
 // ringSize rounds a capacity of want up to the next pooled size (want
 // itself past maxPooled) and caps it at limit, itself rounded up so: a
 // ring cut to a limit that is not a pooled size would be allocated anew
@@ -161,7 +156,7 @@ func (r *sendRing) pop(dst []byte) int {
 	r.n -= k
 	if r.n == 0 {
 		r.head = 0
-		if Sending() > keepRings {
+		if sending.Load() > keepRings {
 			r.release()
 		}
 	}
