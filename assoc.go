@@ -66,7 +66,11 @@ type assoc struct {
 
 	cross    *crossing // a Transport's dialed conn: the simultaneous open, if any
 	sealed   bool      // datagrams carry a seal (streams; see seal)
-	badSeals uint64    // datagrams dropped because their seal did not match
+	badSeals uint64    // datagrams dropped because no seal matched
+	// lateSeals counts the datagrams dropped because they carry the plain
+	// seal after the peer has sent under the key: sent before the peer
+	// knew the key and delayed or duplicated on the way, or forged.
+	lateSeals uint64
 	// The keyed seal (see socket.SealKey and Conn.keySeal): the key of
 	// the datagrams taken (0 until this end knows it) and sent (0 until
 	// this end switches); peerKeyed, once the peer has sent a datagram
@@ -208,7 +212,11 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 	}
 	n := len(p)
 	if a.sealed {
-		q, ok := a.unseal(p)
+		q, ok, late := a.unseal(p)
+		if late {
+			a.lateSeals++
+			return false, false
+		}
 		if !ok {
 			a.badSeals++
 			a.plainAnswer(p)
@@ -249,18 +257,20 @@ func (a *assoc) inputLocked(now time.Time, p []byte) (took, restarted bool) {
 // unseal returns p without its seal, and whether the seal matches: the
 // keyed one once this end knows the key; the plain one until the peer
 // has sent under the key, and afterwards only for the protocol's opening.
-func (a *assoc) unseal(p []byte) ([]byte, bool) {
+// late reports a datagram refused only because it carries the plain seal
+// after the key.
+func (a *assoc) unseal(p []byte) (q []byte, ok, late bool) {
 	if a.rxKey != 0 {
 		if q, ok := socket.Unseal(p, a.rxKey); ok {
 			a.peerKeyed = true
-			return q, true
+			return q, true, false
 		}
 	}
-	q, ok := socket.Unseal(p, 0)
+	q, ok = socket.Unseal(p, 0)
 	if ok && a.peerKeyed && !a.isOpening(q) {
-		return nil, false
+		return nil, false, true
 	}
-	return q, ok
+	return q, ok, false
 }
 
 // becomeServer replaces the engine of a's dialed conn, in its handshake,

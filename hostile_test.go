@@ -372,12 +372,22 @@ func requireIgnored(t *testing.T, s *Conn) {
 	require.Positive(t, ignored+badSeals(s), "injected frames dropped, by the stream or for their seal")
 }
 
-// badSeals returns the datagrams conn c dropped for their seal.
+// badSeals returns the datagrams conn c dropped for their seal: with no
+// seal that matched, or with the plain seal after the key.
 func badSeals(c net.Conn) uint64 {
 	a := c.(*Conn).a
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.badSeals
+	return a.badSeals + a.lateSeals
+}
+
+// lateSeals returns the datagrams conn c dropped for carrying the plain
+// seal after the key.
+func lateSeals(c net.Conn) uint64 {
+	a := c.(*Conn).a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lateSeals
 }
 
 // TestHostileProtocolsCover: hostileProtocols has one entry per protocol,

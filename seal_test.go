@@ -33,12 +33,14 @@ func TestStreamKeyedSeal(t *testing.T) {
 			defer a.mu.Unlock()
 			other := []byte{0, 0, 0, 0, 0, 0, 0, 0}
 			require.False(t, a.isOpening(other))
-			_, ok := a.unseal(seal(other))
-			require.False(t, ok, "plain seal after the key")
-			_, ok = a.unseal(socket.Seal(other, a.rxKey))
-			require.True(t, ok, "the keyed seal")
-			_, ok = a.unseal(openingOf(t, p))
-			require.True(t, ok, "an opening under the plain seal still reaches the engine")
+			_, ok, late := a.unseal(seal(other))
+			require.Equal(t, []bool{false, true}, []bool{ok, late}, "plain seal after the key")
+			_, ok, late = a.unseal(socket.Seal(other, a.rxKey))
+			require.Equal(t, []bool{true, false}, []bool{ok, late}, "the keyed seal")
+			_, ok, late = a.unseal(socket.Seal(other, a.rxKey+1))
+			require.Equal(t, []bool{false, false}, []bool{ok, late}, "another key")
+			_, ok, late = a.unseal(openingOf(t, p))
+			require.Equal(t, []bool{true, false}, []bool{ok, late}, "an opening under the plain seal still reaches the engine")
 		})
 	}
 }

@@ -8,7 +8,7 @@ type Stats struct {
 	PacketsReceived    uint64        // datagrams accepted from the peer
 	BytesSent          uint64        // bytes of the datagrams sent (UDP payload)
 	BytesReceived      uint64        // bytes of the datagrams accepted
-	PacketsRejected    uint64        // datagrams from the peer refused as malformed, out of range, or (streams) corrupted
+	PacketsRejected    uint64        // datagrams from the peer refused as malformed, out of range, or (streams) corrupted or under the plain seal after the key
 	AmplificationDrops uint64        // datagrams not sent to a peer not yet validated, beyond 3 × what it sent
 	SendErrors         uint64        // datagrams the socket refused to send (counted as lost)
 	MessagesSent       uint64        // protocol messages sent for the first time
@@ -60,7 +60,7 @@ func statsOf(a *assoc) Stats {
 		PacketsReceived:    s.PacketsReceived,
 		BytesSent:          s.BytesSent,
 		BytesReceived:      s.BytesReceived,
-		PacketsRejected:    s.PacketsRejected + a.badSeals,
+		PacketsRejected:    s.PacketsRejected + a.badSeals + a.lateSeals,
 		Refused:            s.Refused,
 		Skipped:            s.Skipped,
 		AmplificationDrops: a.ampDrops,
