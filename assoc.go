@@ -30,8 +30,9 @@ type upper interface {
 	ended(err error)
 	// settled is called at the end of each settle of a live association,
 	// once the engine has sent what was due: the layer may free what it
-	// keeps for traffic.
-	settled(now time.Time)
+	// keeps for traffic. It returns when the layer next needs a settle
+	// with nothing else due (zero: never), after now.
+	settled(now time.Time) time.Time
 }
 
 // assoc is one association: an engine bound to a remote address on an
@@ -440,8 +441,11 @@ func (a *assoc) settleLocked(now time.Time) {
 		a.endLocked(a.eng.Err())
 		return
 	}
-	a.up.settled(now)
-	if dl := a.eng.Deadline(); !dl.Equal(a.timerAt) {
+	dl := a.eng.Deadline()
+	if up := a.up.settled(now); !up.IsZero() && (dl.IsZero() || up.Before(dl)) {
+		dl = up
+	}
+	if !dl.Equal(a.timerAt) {
 		a.timerAt = dl
 		a.ep.Timers().Set(&a.tm, dl, now)
 	}

@@ -462,15 +462,17 @@ func (c *Conn) rest() {
 // holds none to send: its receive window needs no tuning (see
 // stream.Stream.Tune) and its send limit no update.
 func (c *Conn) idle(now time.Time) bool {
-	return now.Sub(c.active) > trimAfter && c.st.Unsent() == 0
+	return now.Sub(c.active) >= trimAfter && c.st.Unsent() == 0
 }
 
 // settled implements upper: a stream idle for trimAfter keeps no buffers,
-// nor its engine (see engine.Trimmer); keepalives settle it at least, and
-// it trims after the engine has written what was due, its answer to a
-// probe included, so that nothing allocated for that stays.
-func (c *Conn) settled(now time.Time) {
-	if now.Sub(c.active) > trimAfter {
+// nor its engine (see engine.Trimmer), and stops counting as busy (see
+// busyStreams). It trims after the engine has written what was due, its
+// answer to a probe included, so that nothing allocated for that stays.
+// A busy stream asks for a settle when it will have been idle for
+// trimAfter, so that it trims then rather than at its next keepalive.
+func (c *Conn) settled(now time.Time) time.Time {
+	if now.Sub(c.active) >= trimAfter {
 		c.rest()
 		c.st.Trim()
 		c.a.spare = nil
@@ -480,6 +482,10 @@ func (c *Conn) settled(now time.Time) {
 			t.Trim()
 		}
 	}
+	if c.busy {
+		return c.active.Add(trimAfter)
+	}
+	return time.Time{}
 }
 
 // closeStep advances an aborted or closing conn towards the engine's

@@ -2,7 +2,9 @@ package rudp
 
 import (
 	"bytes"
+	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -57,4 +59,36 @@ func TestBusyStreams(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.NoError(t, s.Close())
 	require.Eventually(t, func() bool { return !busy(c) && !busy(s) }, ioBound, time.Millisecond, "ended")
+}
+
+// TestBusyStreamRests: a stream that moved bytes and then none stops
+// counting as busy, and frees its buffers, trimAfter after its last byte,
+// on a timer of its own: not at its next keepalive (DefaultKeepAlive,
+// 20 s), which an idle stream would otherwise wait for while it held
+// its buffers and a share of the budgets. Virtual time (see vpath).
+func TestBusyStreamRests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s, _ := newVPath(t, 0).streams(t, vcfg(Config{Protocol: POROUS}))
+		busy := func(x *Conn) bool {
+			x.a.mu.Lock()
+			defer x.a.mu.Unlock()
+			return x.busy
+		}
+		msg := bytes.Repeat([]byte{7}, 64<<10)
+		errc := make(chan error, 1)
+		go func() { _, err := c.Write(msg); errc <- err }()
+		got := make([]byte, len(msg))
+		_, err := io.ReadFull(s, got)
+		require.NoError(t, err)
+		require.NoError(t, <-errc)
+		require.Equal(t, msg, got)
+		require.Equal(t, []bool{true, true}, []bool{busy(c), busy(s)})
+		time.Sleep(trimAfter - 10*time.Millisecond)
+		synctest.Wait()
+		require.True(t, busy(s), "the reader is busy within trimAfter of the last byte it received")
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		require.False(t, busy(c), "the writer rested trimAfter after its last byte")
+		require.False(t, busy(s), "the reader rested trimAfter after its last byte")
+	})
 }

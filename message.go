@@ -352,7 +352,7 @@ func recvCost(m engine.Message) int { return len(m.Data) + RecvMessageOverhead }
 func (c *MessageConn) recvOpen() bool { return !c.closed && c.queued < c.maxRecv }
 
 // settled implements upper: a message conn keeps what it has.
-func (c *MessageConn) settled(time.Time) {}
+func (c *MessageConn) settled(time.Time) time.Time { return time.Time{} }
 
 // pump implements upper: messages go to the engine directly in
 // WriteMessage; here only the handshake completes.
