@@ -41,18 +41,22 @@ type Peer interface {
 // by remote address to the Peers registered (Add), or offers a datagram
 // from an unknown address to the new-peer function (SetNewPeer), and every
 // Peer sends through Socket. The PacketConn is closed when the last user
-// releases it (Release).
+// releases it (Release). An Endpoint may also read a group of sockets
+// bound to one address (see Spread).
 type Endpoint struct {
 	sock    *Socket
+	more    []*Socket // the rest of a SO_REUSEPORT group (see Spread)
 	log     *slog.Logger
 	largest int // the largest datagram taken (see Received)
+	readers sync.WaitGroup
+	stopped sync.Once
 
 	mu       sync.Mutex
 	peers    peerTable
 	refs     int
 	newPeer  func(p []byte, from net.Addr, now time.Time) // nil: datagrams from unknown peers are dropped
-	readErr  error                                        // why the reader stopped
-	done     chan struct{}                                // closed when the reader stops
+	readErr  error                                        // why the readers stopped
+	done     chan struct{}                                // closed when every reader has stopped
 	released bool
 
 	timers Timers // the Peers' timers
@@ -86,11 +90,35 @@ func (ep *Endpoint) PacketConn() net.PacketConn { return ep.sock.pc }
 // Log returns the endpoint's logger.
 func (ep *Endpoint) Log() *slog.Logger { return ep.log }
 
-// Done is closed when the reader has stopped.
+// Done is closed when the readers have stopped.
 func (ep *Endpoint) Done() <-chan struct{} { return ep.done }
 
-// Serve starts the reader goroutine.
-func (ep *Endpoint) Serve() { go ep.readLoop() }
+// Spread adds to the endpoint the other sockets of a SO_REUSEPORT group
+// bound to its socket's address, unconnected: each is read by a reader of
+// its own, and the endpoint's Peers are those of every socket. The kernel
+// hands every datagram of a remote address to the same socket of the
+// group (by a hash of the addresses and ports), so that one reader sees
+// all of a peer's datagrams, in order. Peers send through Socket; a
+// reader's Outbox through its own socket, bound to the same address.
+// Release closes them all. Call before Serve.
+func (ep *Endpoint) Spread(pcs []net.PacketConn) {
+	for _, pc := range pcs {
+		ep.more = append(ep.more, New(pc, false))
+	}
+}
+
+// Serve starts the reader goroutines, one per socket.
+func (ep *Endpoint) Serve() {
+	socks := append([]*Socket{ep.sock}, ep.more...)
+	ep.readers.Add(len(socks))
+	for _, s := range socks {
+		go ep.readLoop(s)
+	}
+	go func() {
+		ep.readers.Wait()
+		close(ep.done)
+	}()
+}
 
 // SetNewPeer sets the function that takes a datagram from an address
 // without a Peer; nil drops them (counted as unknown).
@@ -110,14 +138,15 @@ func (ep *Endpoint) Counts() (unknown, oversize uint64) {
 	return ep.unknownDrops.Load(), ep.oversize.Load()
 }
 
-func (ep *Endpoint) readLoop() {
-	defer close(ep.done)
+// readLoop reads sock until it fails or is closed.
+func (ep *Endpoint) readLoop(sock *Socket) {
+	defer ep.readers.Done()
 	var touched []Peer
 	var out *Outbox // one sendmmsg for the datagrams of many peers
-	if !ep.sock.Connected() {
-		out = newOutbox(ep.sock)
+	if !sock.Connected() {
+		out = newOutbox(sock)
 	}
-	r := ep.sock.NewReader(ep.largest)
+	r := sock.NewReader(ep.largest)
 	for {
 		ms, err := r.Read()
 		if err != nil {
@@ -148,6 +177,14 @@ func (ep *Endpoint) readLoop() {
 				}
 				data = data[n:]
 			}
+		}
+		if len(ep.more) > 0 {
+			// Flush leaves each Peer locked until out.Release: readers
+			// take the locks in one order, so that two readers each
+			// holding a Peer the other wants (their datagrams reached
+			// two sockets of the group, as when the group shrinks) wait
+			// for one another rather than for ever.
+			slices.SortFunc(touched, func(a, b Peer) int { return a.Key().compare(b.Key()) })
 		}
 		for i, p := range touched {
 			p.Flush(now, out)
@@ -217,14 +254,25 @@ func (ep *Endpoint) refused(now time.Time, to []Key) {
 	}
 }
 
-// stop ends every Peer after the socket failed or was closed.
+// stop ends every Peer after a socket failed or was closed, once; the
+// other sockets of a group are closed, which stops their readers.
 func (ep *Endpoint) stop(err error) {
-	ep.mu.Lock()
-	ep.readErr = err
-	ep.newPeer = nil
-	ep.mu.Unlock()
-	for _, p := range ep.snapshot() {
-		p.Stopped()
+	ep.stopped.Do(func() {
+		ep.mu.Lock()
+		ep.readErr = err
+		ep.newPeer = nil
+		ep.mu.Unlock()
+		ep.closeMore()
+		for _, p := range ep.snapshot() {
+			p.Stopped()
+		}
+	})
+}
+
+// closeMore closes the other sockets of a group.
+func (ep *Endpoint) closeMore() {
+	for _, s := range ep.more {
+		_ = s.pc.Close()
 	}
 }
 
@@ -269,6 +317,7 @@ func (ep *Endpoint) Release() {
 	ep.mu.Unlock()
 	if last {
 		_ = ep.sock.pc.Close()
+		ep.closeMore()
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -232,6 +233,14 @@ func (sc *Scratch) layout(runs []Run, connected, gso bool) []ipv4.Message {
 type Key struct {
 	ap netip.AddrPort
 	s  string
+}
+
+// compare orders Keys: by address and port, then by name.
+func (k Key) compare(o Key) int {
+	if c := k.ap.Compare(o.ap); c != 0 {
+		return c
+	}
+	return strings.Compare(k.s, o.s)
 }
 
 // KeyOf returns a's Key.
