@@ -2,7 +2,9 @@ package rudp
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"runtime"
 )
 
 // Listen listens for rudp streams on the UDP address address, with the
@@ -17,7 +19,28 @@ func Listen(network, address string) (net.Listener, error) {
 type ListenConfig struct {
 	// Config configures the listener and its conns; nil means defaults.
 	Config *Config
+	// Sockets is how many UDP sockets the listener binds to its address,
+	// each read by a goroutine of its own, so that receiving from many
+	// peers is spread over cores and over as many kernel receive buffers
+	// (4 MiB each): 0 means runtime.GOMAXPROCS(0) when the listener is
+	// made, at least 2 and at most MaxListenSockets; 1 means one socket.
+	// Beyond one, on Linux, the sockets form a SO_REUSEPORT group, in
+	// which the kernel hands every datagram from one remote address and
+	// port to the same socket, so that each peer's datagrams are read in
+	// order by one goroutine. Elsewhere, or if the kernel refuses the
+	// group (logged at Debug by Config.Logger), the listener has one
+	// socket.
+	//
+	// The first socket binds the address alone, so that a port in use
+	// fails as with one socket, and then opens the group: from then on
+	// another socket of the same user that sets SO_REUSEPORT could bind
+	// the port and take a share of the peers. Set Sockets to 1 where
+	// other programs of the same user must not share the port.
+	Sockets int
 }
+
+// MaxListenSockets bounds ListenConfig.Sockets.
+const MaxListenSockets = 64
 
 // Listen listens for rudp streams on a new UDP socket bound to address.
 // network is "udp", "udp4" or "udp6", or "tcp", "tcp4", "tcp6" taken as
@@ -28,21 +51,21 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 
 // ListenStreams is Listen returning the *Listener itself.
 func (lc *ListenConfig) ListenStreams(ctx context.Context, network, address string) (*Listener, error) {
-	cfg, pc, err := listenSocket(ctx, lc.Config, streamNetwork(network), address)
+	cfg, pcs, err := lc.listenSockets(ctx, streamNetwork(network), address)
 	if err != nil {
 		return nil, err
 	}
-	return &Listener{listener: newListener(pc, cfg, true, newConn)}, nil
+	return &Listener{listener: newListener(pcs, cfg, true, newConn)}, nil
 }
 
 // ListenMessages listens for message conns on a new UDP socket bound to
 // address. network is "udp", "udp4" or "udp6". ctx bounds the bind only.
 func (lc *ListenConfig) ListenMessages(ctx context.Context, network, address string) (*MessageListener, error) {
-	cfg, pc, err := listenSocket(ctx, lc.Config, network, address)
+	cfg, pcs, err := lc.listenSockets(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
-	return &MessageListener{listener: newListener(pc, cfg, false, newMessageConn)}, nil
+	return &MessageListener{listener: newListener(pcs, cfg, false, newMessageConn)}, nil
 }
 
 // Server returns a Listener that accepts rudp streams arriving on pc. The
@@ -69,20 +92,28 @@ func ServerMessages(pc net.PacketConn, config *Config) *MessageListener {
 	return &MessageListener{listener: serve(pc, config, false, newMessageConn)}
 }
 
-func listenSocket(ctx context.Context, config *Config, network, address string) (*Config, net.PacketConn, error) {
-	cfg, err := config.resolved()
+// listenSockets resolves lc.Config and binds the listener's sockets to
+// address (see ListenConfig.Sockets).
+func (lc *ListenConfig) listenSockets(ctx context.Context, network, address string) (*Config, []net.PacketConn, error) {
+	cfg, err := lc.Config.resolved()
 	if err == nil {
 		err = checkNetwork(network)
+		if lc.Sockets < 0 || lc.Sockets > MaxListenSockets {
+			err = fmt.Errorf("rudp: ListenConfig.Sockets %d not in [0, %d]", lc.Sockets, MaxListenSockets)
+		}
 	}
 	if err != nil {
 		return nil, nil, &net.OpError{Op: "listen", Net: network, Err: err}
 	}
-	var nlc net.ListenConfig
-	pc, err := nlc.ListenPacket(ctx, network, address)
+	n := lc.Sockets
+	if n == 0 {
+		n = min(max(runtime.GOMAXPROCS(0), 2), MaxListenSockets)
+	}
+	pcs, err := bindGroup(ctx, network, address, n, cfg.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cfg, pc, nil
+	return cfg, pcs, nil
 }
 
 // serve builds a listener over a caller's pc.
@@ -92,15 +123,16 @@ func serve[T acceptable](pc net.PacketConn, config *Config, stream bool,
 	if err != nil {
 		return listener[T]{ep: newEndpoint(pc, false, nil), cfgErr: err}
 	}
-	return newListener(pc, cfg, stream, mk)
+	return newListener([]net.PacketConn{pc}, cfg, stream, mk)
 }
 
-// newListener builds a listener of conns of kind T over pc, as the one
-// listener of a Transport of its own whose socket it owns: closing it
-// releases the socket, which closes once its conns have ended too.
-func newListener[T acceptable](pc net.PacketConn, cfg *Config, stream bool,
+// newListener builds a listener of conns of kind T over pcs (one socket,
+// or a SO_REUSEPORT group: see socket.Endpoint.Spread), as the one
+// listener of a Transport of its own whose sockets it owns: closing it
+// releases them, and they close once its conns have ended too.
+func newListener[T acceptable](pcs []net.PacketConn, cfg *Config, stream bool,
 	mk func(*Config, net.Addr, *acceptQueue[T]) T) listener[T] {
-	t := &Transport{Conn: pc, cfg: cfg}
+	t := &Transport{Conn: pcs[0], cfg: cfg, group: pcs[1:]}
 	l, err := listenTransport(t, stream, mk)
 	if err != nil { // cfg was resolved: only a closed Transport fails, and t is new
 		return listener[T]{ep: t.ep, cfgErr: err}

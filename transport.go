@@ -45,6 +45,9 @@ type Transport struct {
 	err  error   // an invalid Config, or a Transport without Conn
 	cfg  *Config // Config resolved
 	ep   *socket.Endpoint
+	// group is the rest of a listener's SO_REUSEPORT group (see
+	// ListenConfig.Sockets); Conn is its first socket.
+	group []net.PacketConn
 
 	mu        sync.Mutex
 	streams   newPeerFn    // the stream listener's, nil without one
@@ -68,6 +71,7 @@ func (t *Transport) init() error {
 		}
 		t.ep = newEndpoint(t.Conn, isConnected(t.Conn), t.cfg.Logger)
 		t.ep.SetNewPeer(t.newPeer)
+		t.ep.Spread(t.group)
 		t.ep.Serve()
 	})
 	if t.err != nil {
