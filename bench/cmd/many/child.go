@@ -90,7 +90,7 @@ func runChild(name string, n int, o options) {
 	if err != nil {
 		die(err)
 	}
-	tr, err := s.open(o.handshake)
+	tr, err := s.open(o.handshake, o.sockets)
 	if err != nil {
 		die(err)
 	}

@@ -14,15 +14,15 @@
 // Transports: tcp (kernel TCP, Go's defaults), quic-go (one bidirectional
 // stream per QUIC connection, TLS 1.3 with a self-signed certificate,
 // quic-go's defaults), rudp/<protocol> (a rudp stream with the default
-// Config, but for -handshake). Each client has a socket of its own; the
-// server side is one listener.
+// Config, but for -handshake and -sockets). Each client has a socket of
+// its own; the server side is one listener.
 //
 // Each run measures every transport for one N, then the next N. Per run
 // and N it prints a table; with -runs above 1, then the median of each
 // figure over the runs.
 //
 //	go run ./cmd/many [-transports tcp,quic-go,rudp/porous] [-n 100,1000] [-size 1048576]
-//	    [-dials 64] [-runs 1] [-timeout 5m] [-readbuf 16384] [-handshake 0] [-memprofile file] [-cpuprofile file]
+//	    [-dials 64] [-runs 1] [-timeout 5m] [-readbuf 16384] [-handshake 0] [-sockets 0] [-memprofile file] [-cpuprofile file]
 //
 // With -memprofile, each child writes a heap profile (go tool pprof) to
 // file.<transport>.<N>, taken when its live heap was largest, sampled
@@ -62,16 +62,17 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "time limit of one measurement (one child process)")
 	readBuf := flag.Int("readbuf", 16<<10, "the server's read buffer per stream, in bytes (at most 65536)")
 	handshake := flag.Duration("handshake", 0, "rudp's Config.HandshakeTimeout (0: its default, 10 s)")
+	sockets := flag.Int("sockets", 0, "rudp's ListenConfig.Sockets: the listener's sockets (0: its default)")
 	memProfile := flag.String("memprofile", "", "write each child's heap profile at its peak live heap to this file, suffixed .<transport>.<N>")
 	cpuProfile := flag.String("cpuprofile", "", "write each child's CPU profile to this file, suffixed .<transport>.<N>")
 	child := flag.String("child", "", "internal: measure this transport with one -n in this process, and print the result as JSON")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("many: ")
-	if *size < 1 || *dials < 1 || *runs < 1 || *timeout <= 0 || *readBuf < 1 || *readBuf > maxChunk || *handshake < 0 {
-		log.Fatal("-size, -dials, -runs, -timeout and -readbuf must be positive, -readbuf at most 65536, -handshake not negative")
+	if *size < 1 || *dials < 1 || *runs < 1 || *timeout <= 0 || *readBuf < 1 || *readBuf > maxChunk || *handshake < 0 || *sockets < 0 {
+		log.Fatal("-size, -dials, -runs, -timeout and -readbuf must be positive, -readbuf at most 65536, -handshake and -sockets not negative")
 	}
-	opts := options{size: *size, dials: *dials, readBuf: *readBuf, timeout: *timeout, handshake: *handshake, memProfile: *memProfile, cpuProfile: *cpuProfile}
+	opts := options{size: *size, dials: *dials, readBuf: *readBuf, timeout: *timeout, handshake: *handshake, sockets: *sockets, memProfile: *memProfile, cpuProfile: *cpuProfile}
 	var counts []int
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(s)
@@ -147,6 +148,7 @@ func main() {
 // options are the settings of every measurement.
 type options struct {
 	size, dials, readBuf int
+	sockets              int // rudp's ListenConfig.Sockets
 	timeout, handshake   time.Duration
 	memProfile           string // see -memprofile; empty: none
 	cpuProfile           string // see -cpuprofile; empty: none
@@ -155,7 +157,7 @@ type options struct {
 // args are the flags that pass o to a child process.
 func (o options) args() []string {
 	return []string{"-size", strconv.Itoa(o.size), "-dials", strconv.Itoa(o.dials), "-readbuf", strconv.Itoa(o.readBuf),
-		"-timeout", o.timeout.String(), "-handshake", o.handshake.String(),
+		"-timeout", o.timeout.String(), "-handshake", o.handshake.String(), "-sockets", strconv.Itoa(o.sockets),
 		"-memprofile", o.memProfile, "-cpuprofile", o.cpuProfile}
 }
 

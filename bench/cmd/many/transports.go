@@ -66,16 +66,17 @@ func parseSpec(name string) (spec, error) {
 	return spec{}, fmt.Errorf("unknown transport %q: tcp, quic-go or rudp/<protocol>", name)
 }
 
-// open returns the transport s names; handshake, when not 0, is a rudp
+// open returns the transport s names; sockets is a rudp listener's
+// ListenConfig.Sockets; handshake, when not 0, is a rudp
 // transport's Config.HandshakeTimeout.
-func (s spec) open(handshake time.Duration) (*transport, error) {
+func (s spec) open(handshake time.Duration, sockets int) (*transport, error) {
 	switch s.kind {
 	case "tcp":
 		return tcpTransport(), nil
 	case "quic-go":
 		return quicTransport()
 	default:
-		return rudpTransport(s.protocol, handshake), nil
+		return rudpTransport(s.protocol, handshake, sockets), nil
 	}
 }
 
@@ -114,13 +115,14 @@ func (s tcpServer) accept(context.Context) (func(context.Context) (conn, error),
 }
 
 // rudpTransport is rudp streams of protocol p with the default Config
-// but for HandshakeTimeout (0: the default): one listener, and each
-// client dialed from a socket of its own.
-func rudpTransport(p rudp.Protocol, handshake time.Duration) *transport {
+// but for HandshakeTimeout (0: the default): one listener of sockets
+// sockets (ListenConfig.Sockets; 0: the default), and each client dialed
+// from a socket of its own.
+func rudpTransport(p rudp.Protocol, handshake time.Duration, sockets int) *transport {
 	cfg := &rudp.Config{Protocol: p, HandshakeTimeout: handshake}
 	return &transport{
 		listen: func(ctx context.Context) (server, error) {
-			lc := rudp.ListenConfig{Config: cfg}
+			lc := rudp.ListenConfig{Config: cfg, Sockets: sockets}
 			ln, err := lc.ListenStreams(ctx, "udp", loopback)
 			if err != nil {
 				return nil, err
