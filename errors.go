@@ -61,7 +61,7 @@ var (
 	// guessed the sequence numbers and the checksum's key in use) and
 	// contradict the peer's own, two different copies of one message:
 	// the stream ends rather than deliver bytes that may be forged.
-	// Guessing takes about 2^20 datagrams (POROUS) or 2^21 (Avara); use
+	// Guessing takes about 2^19 datagrams (POROUS) or 2^21 (Avara); use
 	// crypto/tls over the stream against an attacker who can see the
 	// traffic.
 	ErrSpoofed = engine.ErrSpoofed

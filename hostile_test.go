@@ -166,9 +166,9 @@ var hostileProtocols = []hostileProtocol{
 		},
 		// A Data frame's only field a blind attacker cannot know is its
 		// frame_seq, numbered from the peer's random 32-bit nonce; a
-		// stream takes a frame at most porous.RxAhead (4096) numbers past
+		// stream takes a frame at most porous.RxAhead (8192) numbers past
 		// its oldest one not delivered. Every 2^20th number: a sweep
-		// lands a frame once in 256 runs, whose packet (far ahead of the
+		// lands a frame once in 128 runs, whose packet (far ahead of the
 		// stream's) then waits unused; internal/porous TestSpoofedSweep
 		// sweeps every 2^15th number, where frames land each time.
 		// Frames past the 4,096th fill in between, 2^15 apart: 2^17 of

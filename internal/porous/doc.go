@@ -127,7 +127,9 @@
 //     (see spoof.go): a frame numbered like one taken before as the next
 //     after the newest is acknowledged but not applied again, and with
 //     Config.ReliablePeer frames go at most RxAhead past the oldest one
-//     missing and channels are delivered strictly in order; two
+//     missing (and this end numbers none of its own further past its
+//     oldest unacknowledged one, which such a peer would refuse) and
+//     channels are delivered strictly in order; two
 //     different copies of a packet end the session (ErrSpoofed), and so
 //     does a channel waiting for a missing packet for IdleTimeout
 //     (ErrStalled). A frame is dropped unacknowledged, so

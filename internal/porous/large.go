@@ -103,7 +103,7 @@ func (s *Session) split(f *txFrame) {
 	seq, msgs := f.seq, f.msgs // push may move the slots, not msgs
 	keep, _ := fitting(msgs, MaxFrameSize)
 	i := keep
-	for i < len(msgs) && s.ring.n < TransferWindow {
+	for i < len(msgs) && s.ring.n < s.sendWindow() {
 		n, size := fitting(msgs[i:], MaxFrameSize)
 		g := s.ring.push()
 		s.nextSeq++

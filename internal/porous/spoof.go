@@ -53,7 +53,7 @@ import (
 //
 // A forged frame from a ReliablePeer's address still lands with
 // probability about RxAhead / 2^32 per datagram (plus the numbers the
-// peer lost recently): 2^20 datagrams for one. One that lands can take
+// peer lost recently): 2^19 datagrams for one. One that lands can take
 // packet numbers the peer has not used yet: if it carries exactly the
 // next packet of a channel and that packet is delivered before the
 // peer's copy comes, the peer's copy is then a duplicate and is dropped,
@@ -63,10 +63,13 @@ import (
 // (ErrStalled).
 
 // RxAhead is how far, in frame numbers, a Data frame from a ReliablePeer
-// may be beyond the oldest frame it has not delivered yet: the longest
-// run of frames it may have in flight past a loss without those beyond
-// it costing resends (4096 frames are 6 MB of 1472-byte frames).
-const RxAhead = 4096
+// may be beyond the oldest frame it has not delivered yet, and how far
+// beyond its oldest unacknowledged frame a sender to a ReliablePeer
+// numbers new frames (see Session.sendWindow): the longest run of frames
+// in flight past a loss (8192 frames are 12 MB of 1472-byte frames; at
+// 4096, a 90 MB/s stream on a 20 ms path with 2 % loss stalled behind a
+// loss whose resend was lost too).
+const RxAhead = 8192
 
 // ErrSpoofed is wrapped by Err when a ReliablePeer's channel received two
 // different copies of one packet: one of them was forged by a third

@@ -252,7 +252,7 @@ func (s *Session) resendFront() *txFrame {
 // frame.
 func (s *Session) buildLimit() (limit int, ok, ahead bool) {
 	c, it := s.nextItem()
-	if c == nil || s.ring.n >= TransferWindow {
+	if c == nil || s.ring.n >= s.sendWindow() {
 		return 0, false, false
 	}
 	size := DataHeaderSize + it.size()
@@ -267,6 +267,21 @@ func (s *Session) buildLimit() (limit int, ok, ahead bool) {
 		return min(s.maxFrame, room), true, true
 	}
 	return 0, false, false
+}
+
+// sendWindow is how many frame numbers, from the oldest unacknowledged
+// frame on, new frames may take: TransferWindow, or to a ReliablePeer
+// RxAhead, beyond which that peer refuses frames unacknowledged (see
+// spoof.go). Its oldest frame not accepted yet is never older than this
+// end's oldest unacknowledged one, so a frame within this bound is never
+// refused for being too far ahead, and a sender with more than RxAhead
+// frames in flight behind a loss holds the frames beyond instead of
+// sending each twice.
+func (s *Session) sendWindow() int {
+	if s.cfg.ReliablePeer {
+		return RxAhead
+	}
+	return TransferWindow
 }
 
 // goesAhead reports whether c's messages may go ahead of the window and
@@ -285,7 +300,7 @@ func (s *Session) dataAt() (time.Time, bool) {
 	size, ahead := 0, false
 	if f := s.resendFront(); f != nil {
 		size, ahead = f.size, f.pkt.Ahead()
-	} else if c, it := s.nextItem(); c != nil && s.ring.n < TransferWindow {
+	} else if c, it := s.nextItem(); c != nil && s.ring.n < s.sendWindow() {
 		size, ahead = DataHeaderSize+it.size(), goesAhead(c)
 	} else {
 		return time.Time{}, false
