@@ -2,6 +2,7 @@ package congestion_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +61,43 @@ func TestBBRFairness(t *testing.T) {
 			t.Logf("5–10 s: %.1f and %.1f MB/s; %.2f%% dropped at the queue", ga/1e6, gb/1e6, 100*s.dropRate())
 			assert.InDelta(t, 0.5, ga/(ga+gb), 0.1)
 			assert.GreaterOrEqual(t, (ga+gb)/50e6, 0.9, "the two keep the link busy")
+		})
+	}
+}
+
+// shareRun runs n BBR flows through the 50 MB/s bottleneck with a 512 KiB
+// queue at 20 ms RTT for 10 s, one starting every 10 ms, as bench's
+// BenchmarkShare100 does, with 1 ms of jitter on the acknowledgements. It
+// returns each flow's share of the link from 5 s to 10 s, in percent.
+func shareRun(n int) (*sim, []float64) {
+	s := newSim(1, pathConfig{Rate: 50e6, Queue: 512 << 10, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, Duration: 10*time.Second + time.Millisecond})
+	fs := make([]*simFlow, n)
+	for i := range fs {
+		fs[i] = s.addFlow(congestion.BBR, time.Duration(i)*10*time.Millisecond)
+	}
+	s.run()
+	shares := make([]float64, n)
+	for i, f := range fs {
+		shares[i] = 100 * f.between(5, 10) / 50e6
+	}
+	return s, shares
+}
+
+// TestBBRShare: 20 and 100 flows share the bottleneck of
+// BenchmarkShare100; it reports the smallest and largest share of the
+// link from 5 s to 10 s and the datagrams dropped at the queue, and
+// checks that the flows keep the link busy.
+func TestBBRShare(t *testing.T) {
+	for _, n := range []int{20, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s, shares := shareRun(n)
+			total := 0.0
+			for _, x := range shares {
+				total += x
+			}
+			t.Logf("%d flows, 5–10 s: smallest share %.3f%%, largest %.3f%%, link used %.1f%%; dropped at the queue %.2f%% (5–10 s: %.2f%%)",
+				n, slices.Min(shares), slices.Max(shares), total, 100*s.dropRate(), 100*s.dropRateBetween(5, 10))
+			assert.GreaterOrEqual(t, total, 95.0, "the flows keep the link busy")
 		})
 	}
 }

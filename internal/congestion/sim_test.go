@@ -1,6 +1,7 @@
 package congestion_test
 
 import (
+	"container/heap"
 	"math/rand/v2"
 	"time"
 
@@ -11,11 +12,14 @@ import (
 
 // A packet-level simulation of flows driven by Controllers through one
 // shared drop-tail bottleneck, on virtual time. Each flow always has data
-// to send; the receiver acknowledges every datagram at once, and each
-// acknowledgement also covers the 63 datagrams before it (a bitmap), so a
-// lost acknowledgement is covered by the next. Loss is detected as the
-// engines do: RACK from the controller, and an RTO for the oldest
-// datagram in flight.
+// to send; the receiver acknowledges every datagram at once (optionally
+// after a random jitter), and each acknowledgement also covers the 63
+// datagrams before it (a bitmap), so a lost acknowledgement is covered by
+// the next. Loss is detected as the engines do: RACK from the controller,
+// and the retransmission timeout of Controller.TimeoutAt; an
+// acknowledgement of a datagram already declared lost still counts as
+// delivered and as a spurious loss (POROUS does so), so that a queue
+// that delays datagrams past the RTO does not make a flow lose every one.
 
 const simMSS = 1400
 
@@ -23,11 +27,18 @@ var simEpoch = time.Unix(1_000_000, 0)
 
 // pathConfig describes the path every flow shares.
 type pathConfig struct {
-	Rate     int64         // bottleneck, bytes/s
-	Queue    int           // drop-tail queue, bytes
-	Delay    time.Duration // one-way propagation delay
-	Loss     float64       // random loss of data datagrams, after the bottleneck
-	AckLoss  float64       // random loss of acknowledgements
+	Rate    int64         // bottleneck, bytes/s
+	Queue   int           // drop-tail queue, bytes
+	Delay   time.Duration // one-way propagation delay
+	Loss    float64       // random loss of data datagrams, after the bottleneck
+	AckLoss float64       // random loss of acknowledgements
+	// Jitter, when positive, delays each acknowledgement by a further
+	// random time in [0, Jitter): hosts do not answer at the same
+	// instant, and without it flows that send when acknowledged fill
+	// every slot a drop-tail queue frees before paced ones arrive, a
+	// phase effect of the simulation (Floyd and Jacobson, "On Traffic
+	// Phase Effects in Packet-Switched Gateways", 1992).
+	Jitter   time.Duration
 	Duration time.Duration
 }
 
@@ -69,16 +80,35 @@ func (q *fifo) pop() simEvent {
 	return e
 }
 
+// simHeap holds events in time order, ties in scheduling order
+// (container/heap).
+type simHeap []simEvent
+
+func (h simHeap) Len() int { return len(h) }
+func (h simHeap) Less(i, j int) bool {
+	return h[i].at.Before(h[j].at) || h[i].at.Equal(h[j].at) && h[i].seq < h[j].seq
+}
+func (h simHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *simHeap) Push(x any)   { *h = append(*h, x.(simEvent)) }
+func (h *simHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
 type simPacket struct {
-	cc   congestion.Packet
-	done bool // acknowledged or declared lost
+	cc    congestion.Packet
+	acked bool
+	lost  bool // declared lost (and not acknowledged since)
 }
 
 type simFlow struct {
 	cc      *congestion.Controller
 	rtt     *engine.RTT
 	start   time.Time
-	pkts    []simPacket // datagrams base, base+1, ...: the oldest unresolved first
+	pkts    []simPacket // datagrams base, base+1, ...: the oldest not acknowledged first
+	topAck  uint64      // newest datagram acknowledged + 1
 	base    uint64
 	next    uint64
 	wakeAt  time.Time
@@ -90,6 +120,7 @@ type simFlow struct {
 	delivered int64 // bytes acknowledged
 	sent      int64
 	lost      int64
+	spurious  int64   // datagrams acknowledged after being declared lost
 	marks     []int64 // delivered bytes at each second
 }
 
@@ -98,14 +129,18 @@ type sim struct {
 	path   pathConfig
 	rng    *rand.Rand
 	now    time.Time
-	arrive fifo // datagrams reaching receivers
-	acks   fifo // acknowledgements reaching senders
+	arrive fifo    // datagrams reaching receivers
+	acks   fifo    // acknowledgements reaching senders
+	late   simHeap // acknowledgements with jitter, reaching senders
+	timers simHeap // flows' timers; those replaced since are left in, stale
 	markAt time.Time
 	n      uint64
 	flows  []*simFlow
 	linkAt time.Time // when the bottleneck finishes what it holds
 	drops  int64     // datagrams dropped at the queue
 	sentN  int64     // datagrams offered to the bottleneck
+	// drops and datagrams offered at each mark (second)
+	dropMarks, sentMarks []int64
 }
 
 func newSim(seed uint64, path pathConfig) *sim {
@@ -119,41 +154,60 @@ func (s *sim) add(e simEvent) {
 	case evArrive:
 		s.arrive.push(e)
 	case evAck:
-		s.acks.push(e)
+		if s.path.Jitter > 0 {
+			heap.Push(&s.late, e)
+		} else {
+			s.acks.push(e)
+		}
 	case evWake:
 		f := s.flows[e.flow]
 		f.wakeAt, f.wakeSeq = e.at, e.seq
+		heap.Push(&s.timers, e) // the one it replaces, if any, is stale
 	}
 }
 
-// next removes and returns the earliest event: the head of a queue or a
-// flow's timer, ties going to the one scheduled first.
-func (s *sim) next() simEvent {
-	best := simEvent{at: s.markAt, kind: evMark}
+// earliest returns the earliest event, the head of a queue or a flow's
+// timer, ties going to the one scheduled first, and where it is (src).
+func (s *sim) earliest() (best simEvent, src int) {
+	best = simEvent{at: s.markAt, kind: evMark}
 	better := func(e *simEvent) bool {
 		return e.at.Before(best.at) || e.at.Equal(best.at) && e.seq < best.seq
 	}
-	src := 0
 	if !s.arrive.empty() && better(s.arrive.front()) {
 		best, src = *s.arrive.front(), 1
 	}
 	if !s.acks.empty() && better(s.acks.front()) {
 		best, src = *s.acks.front(), 2
 	}
-	for i, f := range s.flows {
-		if e := (simEvent{at: f.wakeAt, seq: f.wakeSeq, kind: evWake, flow: uint8(i)}); !f.wakeAt.IsZero() && better(&e) {
-			best, src = e, 3
-		}
+	if len(s.late) > 0 && better(&s.late[0]) {
+		best, src = s.late[0], 4
 	}
+	for len(s.timers) > 0 {
+		if e := &s.timers[0]; s.flows[e.flow].wakeSeq != e.seq || s.flows[e.flow].wakeAt.IsZero() {
+			heap.Pop(&s.timers) // replaced or fired
+			continue
+		}
+		if better(&s.timers[0]) {
+			best, src = s.timers[0], 3
+		}
+		break
+	}
+	return best, src
+}
+
+// take removes best, found at src by earliest.
+func (s *sim) take(best simEvent, src int) {
 	switch src {
 	case 1:
 		s.arrive.pop()
 	case 2:
 		s.acks.pop()
 	case 3:
+		heap.Pop(&s.timers)
 		s.flows[best.flow].wakeAt = time.Time{}
+	case 4:
+		heap.Pop(&s.late)
 	}
-	return best
 }
 
 // addFlow starts a flow at offset from the start.
@@ -168,19 +222,27 @@ func (s *sim) addFlow(alg congestion.Algorithm, offset time.Duration) *simFlow {
 	return f
 }
 
-func (s *sim) run() {
-	end := simEpoch.Add(s.path.Duration)
-	s.markAt = simEpoch
+func (s *sim) run() { s.runUntil(simEpoch.Add(s.path.Duration)) }
+
+// runUntil runs the simulation up to end; it may be called again with a
+// later end to go on.
+func (s *sim) runUntil(end time.Time) {
+	if s.markAt.IsZero() {
+		s.markAt = simEpoch
+	}
 	for {
-		e := s.next()
+		e, src := s.earliest()
 		if e.at.After(end) {
 			return
 		}
+		s.take(e, src)
 		s.now = e.at
 		if e.kind == evMark {
 			for _, g := range s.flows {
 				g.marks = append(g.marks, g.delivered)
 			}
+			s.dropMarks = append(s.dropMarks, s.drops)
+			s.sentMarks = append(s.sentMarks, s.sentN)
 			s.markAt = s.now.Add(time.Second)
 			continue
 		}
@@ -198,22 +260,25 @@ func (s *sim) run() {
 	}
 }
 
-// packet returns datagram num if it is still unresolved.
+// packet returns datagram num if it is not yet acknowledged: unresolved,
+// or declared lost but still within reach of an acknowledgement.
 func (f *simFlow) packet(num uint64) *simPacket {
 	if num < f.base || num >= f.next {
 		return nil
 	}
 	p := &f.pkts[num-f.base]
-	if p.done {
+	if p.acked {
 		return nil
 	}
 	return p
 }
 
-// trim drops resolved datagrams from the front.
+// trim drops from the front the datagrams acknowledged, and those
+// declared lost that no acknowledgement can cover any more (64 or more
+// below the newest acknowledged).
 func (f *simFlow) trim() {
 	k := 0
-	for k < len(f.pkts) && f.pkts[k].done {
+	for k < len(f.pkts) && (f.pkts[k].acked || f.pkts[k].lost && f.base+uint64(k)+64 <= f.topAck) {
 		k++
 	}
 	if k > 0 {
@@ -276,13 +341,20 @@ func (s *sim) receive(i uint8, f *simFlow, num uint64) {
 	if s.rng.Float64() < s.path.AckLoss {
 		return
 	}
-	s.add(simEvent{at: s.now.Add(s.path.Delay), kind: evAck, flow: i, num: f.newest - 1, bits: f.seen})
+	d := s.path.Delay
+	if s.path.Jitter > 0 {
+		d += time.Duration(s.rng.Int64N(int64(s.path.Jitter)))
+	}
+	s.add(simEvent{at: s.now.Add(d), kind: evAck, flow: i, num: f.newest - 1, bits: f.seen})
 }
 
 func (s *sim) acked(f *simFlow, newest, bits uint64) {
 	var sample time.Duration
+	f.topAck = max(f.topAck, newest+1)
 	if p := f.packet(newest); p != nil {
-		sample = s.now.Sub(p.cc.SentAt)
+		if !p.lost {
+			sample = s.now.Sub(p.cc.SentAt)
+		}
 		s.ack(f, p)
 	}
 	for k := uint64(0); k < 63 && k < newest; k++ {
@@ -299,8 +371,15 @@ func (s *sim) acked(f *simFlow, newest, bits uint64) {
 	f.cc.Update(s.now, congestion.RTT{Latest: sample, Smoothed: f.rtt.SRTT(), RTO: f.rtt.RTO()})
 }
 
+// ack takes the acknowledgement of p. As the engines do, one of a
+// datagram declared lost gives no RTT sample, counts as delivered and
+// tells the controller the loss was spurious.
 func (s *sim) ack(f *simFlow, p *simPacket) {
-	p.done = true
+	if p.lost {
+		f.cc.Spurious(s.now)
+		f.spurious++
+	}
+	p.acked, p.lost = true, false
 	f.cc.OnAcked(s.now, &p.cc)
 	f.delivered += simMSS
 }
@@ -311,10 +390,10 @@ func (s *sim) ack(f *simFlow, p *simPacket) {
 func (s *sim) detect(f *simFlow) {
 	for i := range f.pkts {
 		p := &f.pkts[i]
-		if p.done {
+		if p.acked || p.lost {
 			continue
 		}
-		lost := !s.now.Before(p.cc.SentAt.Add(f.rtt.RTO()))
+		lost := !s.now.Before(f.cc.TimeoutAt(&p.cc, f.rtt.RTO()))
 		if !lost {
 			at, ok := f.cc.LostAt(&p.cc, f.rtt.SRTT())
 			lost = ok && !s.now.Before(at)
@@ -322,7 +401,7 @@ func (s *sim) detect(f *simFlow) {
 		if !lost {
 			break
 		}
-		p.done = true
+		p.lost = true
 		f.cc.OnLost(s.now, &p.cc, trace.LossTimeout)
 		f.lost += simMSS
 	}
@@ -336,15 +415,19 @@ func (s *sim) timeouts(f *simFlow) {
 	}
 }
 
-// lossAt is when detect next finds something: the oldest datagram's RTO
-// or RACK time.
+// lossAt is when detect next finds something: the oldest unresolved
+// datagram's RTO or RACK time.
 func (s *sim) lossAt(f *simFlow) (time.Time, bool) {
 	f.trim()
-	if len(f.pkts) == 0 {
+	i := 0
+	for i < len(f.pkts) && (f.pkts[i].acked || f.pkts[i].lost) {
+		i++
+	}
+	if i == len(f.pkts) {
 		return time.Time{}, false
 	}
-	p := &f.pkts[0]
-	at := p.cc.SentAt.Add(f.rtt.RTO())
+	p := &f.pkts[i]
+	at := f.cc.TimeoutAt(&p.cc, f.rtt.RTO())
 	if r, ok := f.cc.LostAt(&p.cc, f.rtt.SRTT()); ok && r.Before(at) {
 		at = r
 	}
@@ -362,6 +445,12 @@ func (s *sim) dropRate() float64 {
 		return 0
 	}
 	return float64(s.drops) / float64(s.sentN)
+}
+
+// dropRateBetween is the share of datagrams dropped at the queue between
+// seconds a and b of the run.
+func (s *sim) dropRateBetween(a, b int) float64 {
+	return float64(s.dropMarks[b]-s.dropMarks[a]) / float64(max(1, s.sentMarks[b]-s.sentMarks[a]))
 }
 
 // between is a flow's goodput between seconds a and b of the run, from
