@@ -212,3 +212,47 @@ func ExampleMessageConn_avara() {
 	fmt.Printf("player %d: command %d p3 %d; table %d player(s)\n", s.AvaraClientID(), m.Command, m.P3, len(c.AvaraPeers()))
 	// Output: player 1: command 31 p3 2; table 1 player(s)
 }
+
+// A server for many peers: on Linux the listener reads four sockets bound
+// to one port (a SO_REUSEPORT group), each with a goroutine and a kernel
+// buffer of its own; the kernel keeps every peer on one of them. Each
+// accepted stream is served by a goroutine, as with net.Listen.
+func ExampleListenConfig() {
+	lc := rudp.ListenConfig{Sockets: 4}
+	ln, err := lc.ListenStreams(context.Background(), "udp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+
+	for i := range 3 {
+		c, err := rudp.Dial("udp", ln.Addr().String())
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Fprintf(c, "peer %d", i)
+		_ = c.(*rudp.Conn).CloseWrite()
+		reply, err := io.ReadAll(c)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(reply))
+		c.Close()
+	}
+	// Output:
+	// peer 0
+	// peer 1
+	// peer 2
+}
