@@ -174,6 +174,12 @@ type Config struct {
 	// told they may (see Session.SetMaxFrame): rudp streams, never the
 	// reference.
 	LargeFrames bool
+	// Overhead is how many bytes the layer below adds to each datagram (a
+	// rudp stream's seal), in [0, 64]: the frames a lost large frame is
+	// split into, and new frames once large frames are given up (see
+	// Session.SetMaxFrame), are at most MaxFrameSize − Overhead bytes, so
+	// that each still fits a datagram of the usual size.
+	Overhead int
 	// ReliablePeer declares that the peer sends every packet Reliable, as
 	// a rudp stream does: each of its frames is resent until acknowledged,
 	// and each packet of a channel waits for the one before. The session

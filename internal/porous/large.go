@@ -85,15 +85,22 @@ func (s *Session) probing(f *txFrame) bool {
 func (s *Session) largeLostFrame(f *txFrame) {
 	if s.probing(f) && !s.largeLost {
 		s.largeLost = true
-		s.maxFrame = MaxFrameSize
+		s.maxFrame = s.usualFrame()
 		s.cfg.Logger.Debug("porous: large frames given up: one was lost before any was acknowledged", "size", f.size)
 	}
-	if f.size > MaxFrameSize {
+	if f.size > s.usualFrame() {
 		s.split(f)
 	}
 }
 
-// split keeps in lost frame f the messages that fit MaxFrameSize and moves
+// maxOverhead bounds Config.Overhead.
+const maxOverhead = 64
+
+// usualFrame is the largest frame that fits a datagram of the usual size
+// with the layer below's Config.Overhead.
+func (s *Session) usualFrame() int { return MaxFrameSize - s.cfg.Overhead }
+
+// split keeps in lost frame f the messages that fit usualFrame and moves
 // the others into new frames at the end of the transfer queue, each
 // queued for resending as f is. The receiver tells fragments apart by
 // their packet and fragment numbers, not by the frame that carried them,
@@ -101,10 +108,11 @@ func (s *Session) largeLostFrame(f *txFrame) {
 // transfer window full, f stays whole.
 func (s *Session) split(f *txFrame) {
 	seq, msgs := f.seq, f.msgs // push may move the slots, not msgs
-	keep, _ := fitting(msgs, MaxFrameSize)
+	usual := s.usualFrame()
+	keep, _ := fitting(msgs, usual)
 	i := keep
 	for i < len(msgs) && s.ring.n < s.sendWindow() {
-		n, size := fitting(msgs[i:], MaxFrameSize)
+		n, size := fitting(msgs[i:], usual)
 		g := s.ring.push()
 		s.nextSeq++
 		g.msgs = append(g.msgs, msgs[i:i+n]...)

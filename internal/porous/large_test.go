@@ -125,6 +125,45 @@ func TestLargeFramesBlackHole(t *testing.T) {
 	checkInvariants(t, p.A)
 }
 
+// TestLargeFramesBlackHoleOverhead: as TestLargeFramesBlackHole, with a
+// layer below that adds 4 bytes to each datagram and packets of one
+// fragment at most FragmentSize − 4 bytes, as a stream's (its seal), and
+// a path that drops every datagram above MaxFrameSize: after the loss,
+// the split frames and the new ones are at most MaxFrameSize − 4 bytes,
+// so every message arrives. Split into frames of MaxFrameSize, as
+// before, some would have been dropped at every resend, and the stream
+// stalled behind them until its idle timeout.
+func TestLargeFramesBlackHoleOverhead(t *testing.T) {
+	const overhead = 4
+	cfg := Config{LargeFrames: true, MaxPacket: FragmentSize - overhead, Overhead: overhead}
+	p := newPair(t, cfg, cfg, 5*time.Millisecond, 0, 3)
+	p.Buf = make([]byte, LargeFrameSize)
+	p.RunUntil(1000, func() bool {
+		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished
+	})
+	p.A.SetMaxFrame(LargeFrameSize)
+	p.AB.Drop = func(b []byte) bool { return len(b)+overhead > MaxFrameSize }
+	var msgs [][]byte
+	for i := range 400 {
+		msgs = append(msgs, testPacket(0, i, FragmentSize-overhead))
+	}
+	got := sendAndCollect(t, p, msgs)
+	require.Equal(t, msgs, got)
+	require.Equal(t, MaxFrameSize-overhead, p.A.MaxFrame())
+	sizes := dataSizes(p.AB.Log)
+	large := 0
+	for large < len(sizes) && sizes[large] > MaxFrameSize {
+		large++
+	}
+	require.NotZero(t, large, "large frames sent first")
+	for _, n := range sizes[large:] {
+		require.LessOrEqual(t, n, MaxFrameSize-overhead, "after the loss")
+	}
+	_, err := New(epoch, Config{Overhead: maxOverhead + 1})
+	require.ErrorContains(t, err, "Overhead")
+	checkInvariants(t, p.A)
+}
+
 // TestLargeFramesConfirmed: once a large frame has been acknowledged, a
 // lost large frame is an ordinary loss, not a reason to give large frames
 // up: new frames stay large, and what the lost one carried goes again in

@@ -107,6 +107,7 @@ func newFromSetup(s *engine.Setup) (engine.Engine, error) {
 		Linger:               s.Linger,
 		RejectNewPeerSession: s.Stream,
 		LargeFrames:          s.Stream,
+		Overhead:             s.Overhead,
 		// A stream's peer sends only reliable packets: frames far ahead
 		// of a gap, out-of-order delivery and conflicting copies are
 		// then a blind attacker's, not the peer's.

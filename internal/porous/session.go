@@ -190,6 +190,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, engine.ConfigError("porous", "MaxPacket %d not in 1..%d", c.MaxPacket, MaxPacketLimit)
 	case c.MaxQueuedBytes < 0:
 		return c, engine.ConfigError("porous", "MaxQueuedBytes %d", c.MaxQueuedBytes)
+	case c.Overhead < 0 || c.Overhead > maxOverhead:
+		return c, engine.ConfigError("porous", "Overhead %d not in 0..%d", c.Overhead, maxOverhead)
 	}
 	for i, w := range c.Weights {
 		if w < 1 || w > 255 {
