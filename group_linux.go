@@ -18,15 +18,16 @@ import (
 func bindGroup(ctx context.Context, network, address string, n int, log *slog.Logger) ([]net.PacketConn, error) {
 	var one net.ListenConfig
 	first, err := one.ListenPacket(ctx, network, address)
-	if err != nil || n == 1 {
-		return []net.PacketConn{first}, err
+	if err != nil {
+		return nil, err
 	}
 	pcs := []net.PacketConn{first}
+	if n == 1 {
+		return pcs, nil
+	}
 	err = reusePort(first)
 	if err == nil {
-		group := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-			return control(c)
-		}}
+		group := net.ListenConfig{Control: setReusePort}
 		for len(pcs) < n {
 			var pc net.PacketConn
 			pc, err = group.ListenPacket(ctx, network, first.LocalAddr().String())
@@ -46,17 +47,18 @@ func bindGroup(ctx context.Context, network, address string, n int, log *slog.Lo
 	return pcs, nil
 }
 
-// reusePort sets SO_REUSEPORT on pc, a *net.UDPConn.
+// reusePort sets SO_REUSEPORT on pc, a *net.UDPConn, once bound.
 func reusePort(pc net.PacketConn) error {
 	rc, err := pc.(*net.UDPConn).SyscallConn()
 	if err != nil {
 		return err
 	}
-	return control(rc)
+	return setReusePort("", "", rc)
 }
 
-// control sets SO_REUSEPORT on c's socket.
-func control(c syscall.RawConn) error {
+// setReusePort sets SO_REUSEPORT on c's socket; it is a
+// net.ListenConfig.Control, which runs before the bind.
+func setReusePort(_, _ string, c syscall.RawConn) error {
 	var serr error
 	if err := c.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)

@@ -13,5 +13,8 @@ import (
 func bindGroup(ctx context.Context, network, address string, _ int, _ *slog.Logger) ([]net.PacketConn, error) {
 	var lc net.ListenConfig
 	pc, err := lc.ListenPacket(ctx, network, address)
-	return []net.PacketConn{pc}, err
+	if err != nil {
+		return nil, err
+	}
+	return []net.PacketConn{pc}, nil
 }

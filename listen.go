@@ -39,7 +39,8 @@ type ListenConfig struct {
 	Sockets int
 }
 
-// MaxListenSockets bounds ListenConfig.Sockets.
+// MaxListenSockets bounds ListenConfig.Sockets, in sockets; a larger
+// value fails the listen.
 const MaxListenSockets = 64
 
 // Listen listens for rudp streams on a new UDP socket bound to address.

@@ -12,7 +12,11 @@ import (
 // largePair is a connected pair that takes large frames both ways, A
 // allowed to send them, polled into buffers that hold them.
 func largePair(t *testing.T, loss float64) *pair {
-	cfg := Config{LargeFrames: true, MaxPacket: 1 << 20}
+	return largePairOf(t, Config{LargeFrames: true, MaxPacket: 1 << 20}, loss)
+}
+
+// largePairOf is largePair with both ends of config cfg.
+func largePairOf(t *testing.T, cfg Config, loss float64) *pair {
 	p := newPair(t, cfg, cfg, 5*time.Millisecond, loss, 3)
 	p.Buf = make([]byte, LargeFrameSize)
 	p.RunUntil(1000, func() bool {
@@ -39,6 +43,21 @@ func sendAndCollect(t *testing.T, p *pair, msgs [][]byte) [][]byte {
 		return next == len(msgs) && len(got) == len(msgs) && p.A.Pending() == 0
 	})
 	return got
+}
+
+// requireGivenUp checks that the Data frames in log begin with large ones
+// and that every one after them is at most limit bytes.
+func requireGivenUp(t *testing.T, log [][]byte, limit int) {
+	t.Helper()
+	sizes := dataSizes(log)
+	large := 0
+	for large < len(sizes) && sizes[large] > MaxFrameSize {
+		large++
+	}
+	require.NotZero(t, large, "large frames sent first")
+	for _, n := range sizes[large:] {
+		require.LessOrEqual(t, n, limit, "after the loss")
+	}
 }
 
 // dataSizes returns the sizes of the Data frames in log.
@@ -111,15 +130,7 @@ func TestLargeFramesBlackHole(t *testing.T) {
 	require.Equal(t, msgs, got)
 	require.Equal(t, MaxFrameSize, p.A.MaxFrame())
 	require.True(t, p.A.largeLost)
-	sizes := dataSizes(p.AB.Log)
-	large := 0
-	for large < len(sizes) && sizes[large] > MaxFrameSize {
-		large++
-	}
-	require.NotZero(t, large, "large frames sent first")
-	for _, n := range sizes[large:] {
-		require.LessOrEqual(t, n, MaxFrameSize, "after the loss")
-	}
+	requireGivenUp(t, p.AB.Log, MaxFrameSize)
 	p.A.SetMaxFrame(LargeFrameSize)
 	require.Equal(t, MaxFrameSize, p.A.MaxFrame())
 	checkInvariants(t, p.A)
@@ -135,13 +146,7 @@ func TestLargeFramesBlackHole(t *testing.T) {
 // stalled behind them until its idle timeout.
 func TestLargeFramesBlackHoleOverhead(t *testing.T) {
 	const overhead = 4
-	cfg := Config{LargeFrames: true, MaxPacket: FragmentSize - overhead, Overhead: overhead}
-	p := newPair(t, cfg, cfg, 5*time.Millisecond, 0, 3)
-	p.Buf = make([]byte, LargeFrameSize)
-	p.RunUntil(1000, func() bool {
-		return p.A.State() == engine.StateEstablished && p.B.State() == engine.StateEstablished
-	})
-	p.A.SetMaxFrame(LargeFrameSize)
+	p := largePairOf(t, Config{LargeFrames: true, MaxPacket: FragmentSize - overhead, Overhead: overhead}, 0)
 	p.AB.Drop = func(b []byte) bool { return len(b)+overhead > MaxFrameSize }
 	var msgs [][]byte
 	for i := range 400 {
@@ -150,15 +155,7 @@ func TestLargeFramesBlackHoleOverhead(t *testing.T) {
 	got := sendAndCollect(t, p, msgs)
 	require.Equal(t, msgs, got)
 	require.Equal(t, MaxFrameSize-overhead, p.A.MaxFrame())
-	sizes := dataSizes(p.AB.Log)
-	large := 0
-	for large < len(sizes) && sizes[large] > MaxFrameSize {
-		large++
-	}
-	require.NotZero(t, large, "large frames sent first")
-	for _, n := range sizes[large:] {
-		require.LessOrEqual(t, n, MaxFrameSize-overhead, "after the loss")
-	}
+	requireGivenUp(t, p.AB.Log, MaxFrameSize-overhead)
 	_, err := New(epoch, Config{Overhead: maxOverhead + 1})
 	require.ErrorContains(t, err, "Overhead")
 	checkInvariants(t, p.A)
