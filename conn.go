@@ -408,10 +408,19 @@ const minLimit = 16 << 10
 // frameBuffer returns the buffer of the next frame: the engine's own
 // where it builds messages in place (engine.Builder), so that the frame
 // is not copied again, a buffer from framePool otherwise. A frame the
-// engine refused (c.held > 0) is still in it.
+// engine refused (c.held > 0) is still in it. The engine's buffer is of
+// the frame's size (Stream.FrameSize), not the largest frame's: the
+// engine keeps it until the frame is acknowledged, and a thousand streams
+// held to small windows would otherwise each keep 64 KiB buffers for
+// frames of a few KiB.
 func (c *Conn) frameBuffer() []byte {
 	if c.build != nil {
-		return c.build.MessageBuffer(c.maxFrame)
+		n := c.held
+		if n == 0 {
+			pre := len(c.cfg.proto.Stream.Prefix)
+			n = min(c.maxFrame, pre+c.st.FrameSize(c.maxFrame-pre))
+		}
+		return c.build.MessageBuffer(n)
 	}
 	if c.frame == nil {
 		c.frame = framePool.Get().(*[maxSend]byte)[:c.maxFrame]

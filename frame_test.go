@@ -15,7 +15,7 @@ func TestTrimKeepsHeldFrame(t *testing.T) {
 	defer c.a.mu.Unlock()
 	require.NotNil(t, c.build, "the engine builds frames in place")
 	const frame = "a refused frame"
-	copy(c.frameBuffer(), frame)
+	copy(c.build.MessageBuffer(len(frame)), frame) // as frameBuffer asks for such a frame
 	c.held = len(frame)
 	c.settled(c.active.Add(2 * trimAfter))
 	require.Equal(t, frame, string(c.frameBuffer()[:c.held]))

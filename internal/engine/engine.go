@@ -285,8 +285,11 @@ type Recycler interface {
 type Builder interface {
 	// MessageBuffer returns a buffer of n bytes, n at most
 	// Capabilities.MaxMessage, in which to write the next message. It
-	// returns the same buffer, its contents kept, until SendBuffer
-	// queues it or Trim (see Trimmer) frees it.
+	// returns the same buffer, its first n bytes kept, until SendBuffer
+	// queues it or Trim (see Trimmer) frees it; a call for fewer bytes
+	// may move them to a smaller buffer, so that a message kept until
+	// acknowledged does not hold the room of a larger one. A buffer
+	// returned before must not be used after another call.
 	MessageBuffer(n int) []byte
 	// SendBuffer queues the first n bytes of the buffer MessageBuffer
 	// returned as one message, as Send would, without copying them. It

@@ -46,3 +46,35 @@ func TestSendBuffer(t *testing.T) {
 	require.NotZero(t, refused, "the queue filled")
 	require.NotZero(t, p.A.Stats().Retransmits, "packets were resent")
 }
+
+// TestMessageBufferClass: a call for fewer bytes than a smaller class
+// holds moves the buffer's first bytes to a buffer of that class, so that
+// a small packet kept until acknowledged holds a small buffer; a call for
+// more bytes keeps what the buffer held; the packet queued is the bytes
+// written.
+func TestMessageBufferClass(t *testing.T) {
+	p := newPair(t, Config{}, Config{}, 5*time.Millisecond, 0, 1)
+	s := p.A
+	big := s.MessageBuffer(LargeFrameSize)
+	require.Equal(t, classCap(LargeFrameSize), cap(big))
+	want := make([]byte, 700)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	copy(big, want)
+	small := s.MessageBuffer(len(want))
+	require.Equal(t, FragmentSize, cap(small), "moved to a buffer of one fragment's class")
+	require.Equal(t, want, small)
+	grown := s.MessageBuffer(3 * FragmentSize)
+	require.Equal(t, 4*FragmentSize, cap(grown))
+	require.Equal(t, want, grown[:len(want)], "contents kept as the buffer grows")
+	require.NoError(t, s.SendBuffer(len(want), engine.SendOptions{}))
+	got := false
+	runWithin(p, time.Second, 10_000, func() bool {
+		for _, m := range recvAll(p.B) {
+			require.Equal(t, want, m.Data)
+			got = true
+		}
+		return got
+	})
+}

@@ -68,6 +68,15 @@ func newPacket(n int) *outPacket {
 	return &outPacket{data: make([]byte, n, packetClasses[i])}
 }
 
+// classCap returns the capacity of the buffer newPacket gives n bytes:
+// that of n's class, or n when no class holds it.
+func classCap(n int) int {
+	if i := packetClass(n); i >= 0 {
+		return packetClasses[i]
+	}
+	return n
+}
+
 // freePacket puts p, which nothing refers to any more, back in the pool
 // of its buffer's class; a buffer of no class is left to the collector.
 func freePacket(p *outPacket) {

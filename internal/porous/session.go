@@ -312,16 +312,20 @@ func (s *Session) check(n int, opt engine.SendOptions) error {
 
 // MessageBuffer returns a buffer of n bytes, at most Config.MaxPacket,
 // in which to write the next packet for SendBuffer (engine.Builder). It
-// returns the same buffer, its contents kept, until SendBuffer queues it
-// or Trim takes it back; the caller must not use it after Trim.
+// returns the same buffer, its first n bytes kept, until SendBuffer
+// queues it or Trim takes it back, except that a call for fewer bytes
+// than a smaller pooled buffer holds moves them to one (see
+// packetClasses): the caller must not use a buffer after Trim or after
+// another call.
 func (s *Session) MessageBuffer(n int) []byte {
-	if s.lent == nil {
-		s.lent = newPacket(n)
-	} else if cap(s.lent.data) < n {
-		// A new buffer; the old one, which the caller may still hold, is
-		// left to the collector rather than pooled.
+	if s.lent == nil || cap(s.lent.data) < n || classCap(n) < cap(s.lent.data) {
+		// A buffer of n's class: a frame kept until acknowledged holds at
+		// most twice its size, whatever the largest frame asked before.
 		p := newPacket(n)
-		copy(p.data, s.lent.data)
+		if s.lent != nil {
+			copy(p.data, s.lent.data)
+			freePacket(s.lent)
+		}
 		s.lent = p
 	}
 	s.lent.data = s.lent.data[:n]

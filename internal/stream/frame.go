@@ -162,8 +162,12 @@ func putEcho(buf []byte, token uint64) int {
 	return 9
 }
 
+// maxValueLen is the largest frame putValue writes, and so the largest
+// DATA header: a type and a 10-byte uvarint.
+const maxValueLen = 1 + binary.MaxVarintLen64
+
 // putValue writes a frame made of type t and the uvarint v (WINDOW, FIN)
-// into buf and returns its size. buf must hold 11 bytes.
+// into buf and returns its size. buf must hold maxValueLen bytes.
 func putValue(buf []byte, t byte, v uint64) int {
 	buf[0] = t
 	return 1 + binary.PutUvarint(buf[1:], v)

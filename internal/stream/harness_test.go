@@ -46,12 +46,23 @@ func (l *link) pump() {
 	l.pumpOne(l.b, &l.toA)
 }
 
+// Each frame is built in a buffer of FrameSize bytes, which must hold it:
+// a DATA frame carries as many bytes as a full buffer would let it, so
+// only its header's slack (a 2- to 11-byte header) is left over.
 func (l *link) pumpOne(s *Stream, q *[][]byte) {
 	for {
-		n := s.NextFrame(l.buf)
+		size := s.FrameSize(len(l.buf))
+		n := s.NextFrame(l.buf[:size])
 		if n == 0 {
+			require.Zero(l.t, size)
 			require.False(l.t, s.HasFrame())
 			return
+		}
+		require.LessOrEqual(l.t, n, size)
+		if l.buf[0] == typeData && size > MinMaxFrame {
+			require.GreaterOrEqual(l.t, n, size-(maxValueLen-2), "a DATA frame fills its FrameSize")
+		} else {
+			require.Equal(l.t, MinMaxFrame, size)
 		}
 		require.LessOrEqual(l.t, n, s.maxFrame)
 		*q = append(*q, bytes.Clone(l.buf[:n]))

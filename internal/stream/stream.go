@@ -351,6 +351,24 @@ func (s *Stream) next() kind {
 	return kindNone
 }
 
+// FrameSize returns the size of the buffer that the next frame due needs
+// from NextFrame, given n bytes at most (n at least MinMaxFrame): 0 when
+// none is due, MinMaxFrame for a control frame, and for DATA the largest
+// header and the bytes it may carry (those unsent within the peer's limit,
+// min(n, MaxFrame) in all), at least MinMaxFrame. A caller that sizes its
+// frame buffers with it keeps a small frame in a small buffer.
+func (s *Stream) FrameSize(n int) int {
+	size := min(n, s.maxFrame)
+	switch s.next() {
+	case kindNone:
+		return 0
+	case kindData:
+		payload := min(uint64(s.tx.n), s.peerLimit-s.sendOff)
+		return max(MinMaxFrame, int(min(uint64(size), maxValueLen+payload)))
+	}
+	return MinMaxFrame
+}
+
 // NextFrame writes the next frame due into buf and returns its size, or 0
 // if no frame is due. In order of priority: the HELLO (first, once), an RST,
 // a WINDOW update, DATA within the peer's limit, the FIN once every byte
