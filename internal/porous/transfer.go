@@ -85,6 +85,9 @@ type txRing struct {
 	head  int
 	n     int
 	base  uint32 // frame_seq of slots[head]
+
+	peak    int    // most frames queued since the last check
+	checkAt uint32 // the base at which popDone next checks peak
 }
 
 // get returns frame seq if it is in the queue.
@@ -99,26 +102,25 @@ func (r *txRing) get(seq uint32) *txFrame {
 // push appends frame base+n and returns its slot.
 func (r *txRing) push() *txFrame {
 	if r.n == len(r.slots) {
-		slots := make([]txFrame, max(16, 2*len(r.slots)))
-		for i := range r.n {
-			slots[i] = r.slots[(r.head+i)&(len(r.slots)-1)]
-		}
-		r.slots, r.head = slots, 0
+		r.resize(max(minRingSlots, 2*len(r.slots)))
 	}
 	f := &r.slots[(r.head+r.n)&(len(r.slots)-1)]
 	f.seq = r.base + uint32(r.n)
 	f.msgs = f.msgs[:0]
 	f.sends = 0
 	r.n++
+	r.peak = max(r.peak, r.n)
 	return f
 }
 
-// popDone drops finished frames from the front.
+// popDone drops finished frames from the front, and halves the slots
+// when no flight has used more than an eighth of them since the last
+// check (see minRingSlots).
 func (r *txRing) popDone() {
 	for r.n > 0 {
 		f := &r.slots[r.head]
 		if f.state != fsDone {
-			return
+			break
 		}
 		clear(f.msgs)
 		f.msgs = f.msgs[:0]
@@ -126,6 +128,34 @@ func (r *txRing) popDone() {
 		r.n--
 		r.base++
 	}
+	if int32(r.base-r.checkAt) < 0 {
+		return
+	}
+	if len(r.slots) > minRingSlots && r.peak <= len(r.slots)/8 {
+		r.resize(len(r.slots) / 2)
+	}
+	r.peak, r.checkAt = r.n, r.base+uint32(len(r.slots))
+}
+
+// minRingSlots is the least length of a transfer queue's slots once it
+// has any. The queue doubles when full; it halves when the frames queued
+// stayed within an eighth of its slots while as many frames as it has
+// slots were done, so that a stream whose window shrank (to its share of
+// a busy process, see the root package's budgets) does not keep the slots,
+// and their message storage, of its largest flight, and a steady flight
+// neither grows nor shrinks it.
+const minRingSlots = 16
+
+// resize moves the n frames queued to slots of length size, a power of
+// two of at least n; the slots left behind take their message storage
+// with them.
+func (r *txRing) resize(size int) {
+	slots := make([]txFrame, size)
+	for i := range r.n {
+		slots[i] = r.slots[(r.head+i)&(len(r.slots)-1)]
+	}
+	r.slots, r.head = slots, 0
+	r.peak, r.checkAt = r.n, r.base+uint32(size)
 }
 
 // writeData writes the next Data frame into buf (docs/protocols/porous.md §3.3): first a lost

@@ -394,3 +394,40 @@ func TestAckRestartsTimeout(t *testing.T) {
 		require.Equal(t, uint64(1), s.Stats().Retransmits)
 	}
 }
+
+// TestTxRingShrinks: the transfer queue's slots double when full, and
+// halve when the flight stayed within an eighth of them while as many
+// frames as there are slots were done; the frames queued stay in order,
+// and a steady flight neither grows nor shrinks them.
+func TestTxRingShrinks(t *testing.T) {
+	var r txRing
+	r.base = 1000
+	next := r.base
+	// flight sends frames, the oldest done once k are in flight.
+	flight := func(k, frames int) {
+		for range frames {
+			f := r.push()
+			require.Equal(t, next, f.seq)
+			f.state = fsInFlight // as transmitted sets it
+			next++
+			for r.n > k {
+				r.get(r.base).state = fsDone
+				r.popDone()
+			}
+		}
+		for i := range r.n {
+			require.Equal(t, r.base+uint32(i), r.get(r.base+uint32(i)).seq, "frame %d in order", i)
+		}
+	}
+	flight(200, 200)
+	require.Len(t, r.slots, 256)
+	flight(20, 3000)
+	require.Len(t, r.slots, 128, "a flight of 20 keeps more than an eighth of 128")
+	flight(5, 3000)
+	require.Len(t, r.slots, 32, "a flight of 5 keeps more than an eighth of 32")
+	flight(1, 3000)
+	require.Len(t, r.slots, minRingSlots)
+	flight(100, 300)
+	require.Len(t, r.slots, 128)
+	require.Equal(t, 100, r.n)
+}
