@@ -34,6 +34,10 @@ type result struct {
 	Median time.Duration `json:"median_ns"`
 	P99    time.Duration `json:"p99_ns"`
 	Max    time.Duration `json:"max_ns"`
+	// SockMem is the most memory the kernel held for the namespace's TCP
+	// and UDP sockets during the measurement, above what it held before,
+	// in bytes; -1 where it cannot be read (see sockMem).
+	SockMem int64 `json:"sock_mem"`
 }
 
 // The streams' contents: stream i carries the bytes of an endless
@@ -109,7 +113,9 @@ func runChild(name string, n int, o options) {
 		stop := profileCPU(o.cpuProfile+suffix, die)
 		defer stop()
 	}
+	stopSockMem := sockMem()
 	res, err := measure(ctx, tr, srv, n, o)
+	sock := stopSockMem()
 	if err != nil {
 		if st, ok := srv.(interface{ stats() string }); ok {
 			err = fmt.Errorf("%w; listener: %s", err, st.stats())
@@ -124,6 +130,7 @@ func runChild(name string, n int, o options) {
 		die(err)
 	}
 	res.Transport = name
+	res.SockMem = sock
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		die(err)
 	}

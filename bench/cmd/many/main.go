@@ -11,6 +11,13 @@
 // times as one JSON line; the parent takes the child's peak RSS and its
 // user plus system CPU time from the process's resource usage.
 //
+// The "sock MiB" column is the most memory the kernel held for TCP and
+// UDP sockets during the measurement (/proc/net/sockstat, Linux): kernel
+// TCP keeps its send and receive buffers there, outside the RSS, while a
+// transport over UDP keeps its own in the RSS and only its sockets'
+// queues there. It counts every socket of the network namespace, so run
+// the command in one of its own (unshare -n) for an exact figure.
+//
 // Transports: tcp (kernel TCP, Go's defaults), quic-go (one bidirectional
 // stream per QUIC connection, TLS 1.3 with a self-signed certificate,
 // quic-go's defaults), rudp/<protocol> (a rudp stream with the default
@@ -178,6 +185,7 @@ type figures struct {
 	max       float64 // ms: the last stream's completion, the transfer's end
 	spread    float64 // max ÷ med
 	rss       float64 // peak RSS of the child, MiB
+	sock      float64 // peak kernel socket memory of the namespace, MiB; NaN if unknown
 	cpu       float64 // user plus system CPU time of the child, s
 	cpuPerMB  float64 // cpu per MB carried, ms
 	errString string
@@ -206,6 +214,10 @@ func measureChild(exe, name string, n int, o options) (figures, error) {
 			rss /= 1024 // bytes
 		}
 	}
+	sock := math.NaN()
+	if r.SockMem >= 0 {
+		sock = float64(r.SockMem) / (1 << 20)
+	}
 	mb := float64(n) * float64(o.size) / 1e6
 	cpu := (ps.UserTime() + ps.SystemTime()).Seconds()
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -219,6 +231,7 @@ func measureChild(exe, name string, n int, o options) (figures, error) {
 		max:      ms(r.Max),
 		spread:   float64(r.Max) / float64(r.Median),
 		rss:      rss,
+		sock:     sock,
 		cpu:      cpu,
 		cpuPerMB: cpu * 1e3 / mb,
 	}, nil
@@ -270,6 +283,7 @@ func medianFigures(runs []figures) (figures, int) {
 		max:      med(func(f figures) float64 { return f.max }),
 		spread:   med(func(f figures) float64 { return f.spread }),
 		rss:      med(func(f figures) float64 { return f.rss }),
+		sock:     med(func(f figures) float64 { return f.sock }),
 		cpu:      med(func(f figures) float64 { return f.cpu }),
 		cpuPerMB: med(func(f figures) float64 { return f.cpuPerMB }),
 	}, len(runs)
@@ -281,8 +295,8 @@ func printTable(names []string, rows []figures) {
 	for _, name := range names {
 		w = max(w, len(name))
 	}
-	fmt.Printf("%-*s %9s %6s %9s %9s %9s %9s %7s %8s %7s %9s\n", w, "transport",
-		"MB/s", "vs tcp", "dial ms", "med ms", "p99 ms", "max ms", "max/med", "RSS MiB", "CPU s", "CPU ms/MB")
+	fmt.Printf("%-*s %9s %6s %9s %9s %9s %9s %7s %8s %8s %7s %9s\n", w, "transport",
+		"MB/s", "vs tcp", "dial ms", "med ms", "p99 ms", "max ms", "max/med", "RSS MiB", "sock MiB", "CPU s", "CPU ms/MB")
 	for i, name := range names {
 		f := rows[i]
 		if !f.ok {
@@ -293,7 +307,7 @@ func printTable(names []string, rows []figures) {
 		if !math.IsNaN(f.ratio) {
 			ratio = fmt.Sprintf("%.2f", f.ratio)
 		}
-		fmt.Printf("%-*s %9.1f %6s %9.1f %9.1f %9.1f %9.1f %7.2f %8.1f %7.2f %9.2f\n", w, name,
-			f.rate, ratio, f.dial, f.med, f.p99, f.max, f.spread, f.rss, f.cpu, f.cpuPerMB)
+		fmt.Printf("%-*s %9.1f %6s %9.1f %9.1f %9.1f %9.1f %7.2f %8.1f %8.1f %7.2f %9.2f\n", w, name,
+			f.rate, ratio, f.dial, f.med, f.p99, f.max, f.spread, f.rss, f.sock, f.cpu, f.cpuPerMB)
 	}
 }
