@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -10,22 +11,29 @@ import (
 
 // sockMem samples the memory that the kernel holds for the TCP and UDP
 // sockets of this network namespace (the "mem" pages of the TCP: and UDP:
-// lines of /proc/net/sockstat, Linux) every 10 ms, and the returned
+// lines of /proc/net/sockstat, Linux) every 50 ms, and the returned
 // function reports the largest amount seen above the amount at the start,
 // in bytes, or -1 where the file cannot be read. It is the buffers that a
 // kernel transport such as TCP keeps outside the process's RSS. It counts
 // every socket of the namespace: run the command in a namespace of its
 // own (unshare -n) for a figure of this process alone.
 func sockMem() (stop func() int64) {
-	base, ok := readSockMem()
+	f, err := os.Open("/proc/net/sockstat")
+	if err != nil {
+		return func() int64 { return -1 }
+	}
+	buf := make([]byte, 4096)
+	base, ok := readSockMem(f, buf)
 	if !ok {
+		f.Close()
 		return func() int64 { return -1 }
 	}
 	peak := base
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
+		defer f.Close()
+		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
@@ -33,7 +41,7 @@ func sockMem() (stop func() int64) {
 				return
 			case <-tick.C:
 			}
-			if v, ok := readSockMem(); ok {
+			if v, ok := readSockMem(f, buf); ok {
 				peak = max(peak, v)
 			}
 		}
@@ -45,19 +53,17 @@ func sockMem() (stop func() int64) {
 	}
 }
 
-// readSockMem returns the sum of the TCP and UDP mem figures of
-// /proc/net/sockstat, in bytes.
-func readSockMem() (int64, bool) {
-	f, err := os.Open("/proc/net/sockstat")
-	if err != nil {
+// readSockMem returns the sum of the TCP and UDP mem figures of f,
+// /proc/net/sockstat read again from its start into buf, in bytes.
+func readSockMem(f *os.File, buf []byte) (int64, bool) {
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
 		return 0, false
 	}
-	defer f.Close()
 	var pages int64
 	found := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	for line := range bytes.Lines(buf[:n]) {
+		fields := strings.Fields(string(line))
 		if len(fields) == 0 || fields[0] != "TCP:" && fields[0] != "UDP:" {
 			continue
 		}
@@ -72,5 +78,5 @@ func readSockMem() (int64, bool) {
 			}
 		}
 	}
-	return pages * int64(os.Getpagesize()), found && sc.Err() == nil
+	return pages * int64(os.Getpagesize()), found
 }
