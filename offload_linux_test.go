@@ -14,7 +14,7 @@ func TestOffloadOnLoopback(t *testing.T) {
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer pc.Close()
-	sock := socket.New(pc, false)
+	sock := socket.New(pc, false, nil)
 	gso, gro := sock.GSO(), sock.GRO()
 	t.Logf("GSO %v, GRO %v", gso, gro)
 	c, s, _ := streamPair(t, nil, links[0])

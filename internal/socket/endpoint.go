@@ -70,7 +70,7 @@ type Endpoint struct {
 // counted. The caller holds the first reference.
 func NewEndpoint(pc net.PacketConn, connected bool, largest int, log *slog.Logger) *Endpoint {
 	return &Endpoint{
-		sock:    New(pc, connected),
+		sock:    New(pc, connected, log),
 		log:     log,
 		largest: largest,
 		refs:    1,
@@ -103,7 +103,7 @@ func (ep *Endpoint) Done() <-chan struct{} { return ep.done }
 // Release closes them all. Call before Serve.
 func (ep *Endpoint) Spread(pcs []net.PacketConn) {
 	for _, pc := range pcs {
-		ep.more = append(ep.more, New(pc, false))
+		ep.more = append(ep.more, New(pc, false, ep.log))
 	}
 }
 

@@ -40,7 +40,7 @@ func gsoEndpoint(t *testing.T, err error) (*Socket, *noSegmentation, net.PacketC
 	rx := udpSocket(t)
 	t.Cleanup(func() { rx.Close() })
 	tx := udpSocket(t)
-	s := New(tx, false)
+	s := New(tx, false, nil)
 	t.Cleanup(func() { tx.Close() })
 	f := &noSegmentation{pc: tx, err: err}
 	s.batch = f

@@ -112,7 +112,7 @@ func TestGSOLongRun(t *testing.T) {
 	tx := udpSocket(t)
 	defer tx.Close()
 	require.NoError(t, rx.(*net.UDPConn).SetReadBuffer(1<<20))
-	ep := New(tx, false)
+	ep := New(tx, false, nil)
 	sc := NewScratch(64)
 	bufs := datagrams(50, 1472)
 	failed, refused := ep.Send(&sc, bufs, rx.LocalAddr())

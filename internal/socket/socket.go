@@ -14,6 +14,7 @@ package socket
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -37,14 +38,13 @@ type Socket struct {
 }
 
 // New wraps pc; connected says that pc is a connected *net.UDPConn, whose
-// sends carry no address. On a *net.UDPConn it asks for 4 MiB socket
-// buffers (best effort: a larger buffer absorbs bursts of a full window;
-// the kernel caps it at its configured maximum) and turns on the offloads
-// and error reports the system has.
-func New(pc net.PacketConn, connected bool) *Socket {
+// sends carry no address. On a *net.UDPConn it asks for SocketBuffer
+// bytes of kernel buffer each way (see sizeBuffers: log, if not nil, is
+// warned when the kernel grants less) and turns on the offloads and error
+// reports the system has.
+func New(pc net.PacketConn, connected bool, log *slog.Logger) *Socket {
 	if uc, ok := pc.(*net.UDPConn); ok {
-		_ = uc.SetReadBuffer(4 << 20)
-		_ = uc.SetWriteBuffer(4 << 20)
+		sizeBuffers(uc, log)
 	}
 	s := &Socket{pc: pc, connected: connected, batch: newBatchConn(pc)}
 	if s.batch != nil {

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package socket
+
+import "net"
+
+// grantBuffers asks for SocketBuffer bytes each way on uc, best effort:
+// the buffer granted is not known here (ok false).
+func grantBuffers(uc *net.UDPConn) (int, bool) {
+	_ = uc.SetReadBuffer(SocketBuffer)
+	_ = uc.SetWriteBuffer(SocketBuffer)
+	return 0, false
+}
