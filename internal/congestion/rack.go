@@ -87,6 +87,11 @@ func (c *Controller) TimeoutAt(p *Packet, rto time.Duration) time.Time {
 	return c.TimerStart(p.SentAt).Add(rto)
 }
 
+// RACK reports whether the controller finds losses by RACK (RFC 8985)
+// as well as by timeout: every algorithm but AIMD, which detects loss by
+// timeout only.
+func (c *Controller) RACK() bool { return !c.rack.disabled }
+
 // TimerStart is when the retransmission timer of a datagram sent at sent
 // runs from (see TimeoutAt), for an engine that times something other
 // than a Packet (Wirefox times packets, not the datagrams carrying them).

@@ -44,7 +44,12 @@
 //     its step time (about 15 ms) giving headroom that srtt/2 stands in
 //     for: without it a queue building at a bottleneck, or the frames of
 //     one burst serialised behind each other, read as losses. The
-//     reference never backs off.
+//     reference never backs off; with RACK (below), a timeout declares only
+//     the oldest frame lost for its resend and doubles the RTO until the
+//     next DataAck (RFC 6298 §5.4-5.5), up to MaxRTO: a flight made late by
+//     a queue that grew at once is then acknowledged rather than sent
+//     twice (with 1,000 streams to one loopback listener, 21,000 frames
+//     per run were resent by timeout, none lost).
 //   - Congestion control (docs/protocols/porous.md §3.3) is the shared controller of
 //     internal/congestion, local to the sender and invisible on the wire.
 //     By default (Config.Congestion = congestion.BBR) it paces datagrams

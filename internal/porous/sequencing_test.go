@@ -350,7 +350,8 @@ func TestResendRules(t *testing.T) {
 }
 
 // TestSentinelFrame: a lost unreliable frame with frame_seq ≡ 16383 (mod
-// 16384) is resent empty until acknowledged (paper eq. 4, docs/protocols/porous.md §3.3).
+// 16384) is resent empty until acknowledged (paper eq. 4, docs/protocols/porous.md §3.3),
+// each time after twice the RTO before (see detectLosses).
 func TestSentinelFrame(t *testing.T) {
 	cfgB := Config{Nonce: 0x00013fff}
 	a := newSession(t, epoch, Config{Nonce: nonceA})
@@ -364,11 +365,11 @@ func TestSentinelFrame(t *testing.T) {
 	fs := pollHex(t, a, at(0))
 	require.Equal(t, "06"+"00013fff"+"0001"+"0000"+"000000"+"0000"+"0000"+"0000"+"0001"+"75", fs[len(fs)-1])
 	require.Equal(t, at(600), a.Deadline(), "initial RTO, no sample yet")
-	for _, ms := range []int{600, 1200} {
-		fs = pollHex(t, a, at(ms))
-		require.Contains(t, fs, "0600013fff0000", ms)
+	for _, ms := range []int{600, 1800, 4200} {
+		require.NotContains(t, pollHex(t, a, at(ms-1)), "0600013fff0000", ms-1)
+		require.Contains(t, pollHex(t, a, at(ms)), "0600013fff0000", ms)
 	}
-	feedHex(t, a, at(1300), dataAckHex(0x00013fff))
+	feedHex(t, a, at(4300), dataAckHex(0x00013fff))
 	require.Zero(t, a.ring.n)
 }
 

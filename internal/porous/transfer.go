@@ -387,6 +387,10 @@ func (s *Session) onDataAck(acks []uint32) {
 	s.updateCC(sample)
 }
 
+// maxBackoff bounds the RTO doublings (Session.backoff) since the last
+// acknowledgement: the RTO stays within MaxRTO anyway.
+const maxBackoff = 8
+
 // updateCC ends a controller event with the RTT as the session knows it;
 // a window reset after persistent loss (AIMD) doubles the RTO, up to 8
 // times (a local choice: the path may be gone; any acknowledgement clears
@@ -394,7 +398,7 @@ func (s *Session) onDataAck(acks []uint32) {
 func (s *Session) updateCC(sample time.Duration) {
 	rtt := congestion.RTT{Latest: sample, Smoothed: s.srtt(), RTO: s.rto()}
 	if s.cc.Update(s.now, rtt) {
-		s.backoff = min(s.backoff+1, 8)
+		s.backoff = min(s.backoff+1, maxBackoff)
 	}
 }
 
@@ -407,9 +411,20 @@ func (s *Session) updateCC(sample time.Duration) {
 // unreliable frame is forgotten, unless its frame_seq is ≡ 16383 (mod
 // 16384), when it is resent empty as a sentinel frame. Frames are checked
 // in transmission order and the walk stops at the first one not lost.
+//
+// With RACK, a timeout stops at the oldest frame it declares lost for a
+// resend, and doubles the RTO until the next DataAck, as TCP resends the
+// earliest segment when its RTO runs out (RFC 6298 §5.4): on a path whose
+// queue suddenly grew, the flight is late, not lost, and its
+// acknowledgements then come before the frames after the oldest time out,
+// where resending them all would send the flight twice. If the flight was
+// lost, the resend's acknowledgement shows the frames sent before it lost
+// by RACK. Once the RTO is at MaxRTO, every frame whose RTO ran out is
+// declared lost, as without RACK.
 func (s *Session) detectLosses() {
 	rto := s.rto()
 	srtt := s.srtt()
+	probed := false // a frame was declared lost by timeout (with RACK)
 	for s.timeq.Len() > 0 {
 		e := s.timeq.Front()
 		f := s.ring.get(e.seq)
@@ -418,7 +433,7 @@ func (s *Session) detectLosses() {
 			continue
 		}
 		reason := trace.LossTimeout
-		if s.now.Before(s.cc.TimeoutAt(&f.pkt, rto)) {
+		if probed || s.now.Before(s.cc.TimeoutAt(&f.pkt, rto)) {
 			at, ok := s.cc.LostAt(&f.pkt, srtt)
 			if !ok || s.now.Before(at) {
 				break
@@ -445,6 +460,13 @@ func (s *Session) detectLosses() {
 			s.resendq.Push(f.seq)
 		default:
 			f.state = fsDone
+		}
+		if reason == trace.LossTimeout && f.state == fsLost && s.cc.RACK() {
+			// The resend probes the path; the rest waits for the doubled
+			// RTO, unless the RTO is at its bound already.
+			before := s.rto()
+			s.backoff = min(s.backoff+1, maxBackoff)
+			probed = s.rto() > before
 		}
 	}
 	s.ring.popDone()

@@ -431,3 +431,38 @@ func TestTxRingShrinks(t *testing.T) {
 	require.Len(t, r.slots, 128)
 	require.Equal(t, 100, r.n)
 }
+
+// TestTimeoutResendsOldest: when a flight is delayed past its RTO (the
+// path's queue suddenly grew), a timeout resends only the oldest frame and
+// doubles the RTO, so the late acknowledgements come before the rest is
+// resent: a handful of resends, not the flight twice. Every packet arrives
+// once.
+func TestTimeoutResendsOldest(t *testing.T) {
+	p := newPair(t, Config{}, Config{}, 5*time.Millisecond, 0, 3)
+	require.True(t, p.A.cc.RACK())
+	got := 0
+	send := func(n int) {
+		for i := range n {
+			require.NoError(t, p.A.Send(testPacket(0, got+i, FragmentSize), engine.SendOptions{}))
+		}
+		want := got + n
+		runWithin(p, 5*time.Second, 1_000_000, func() bool {
+			for _, m := range recvAll(p.B) {
+				require.Equal(t, testPacket(0, got, FragmentSize), m.Data, "packet %d", got)
+				got++
+			}
+			return got == want && p.A.Pending() == 0
+		})
+	}
+	send(40) // an RTT of 10 ms learnt
+	require.Zero(t, p.A.Stats().Retransmits)
+	rto := p.A.rto()
+	require.Less(t, rto, 40*time.Millisecond)
+
+	p.AB.Delay = 200 * time.Millisecond // the queue grows: 20 RTOs late
+	send(20)
+	// Resent: the oldest frame at the RTO, then at each doubled RTO until
+	// the first acknowledgement, about 205 ms on.
+	require.LessOrEqual(t, p.A.Stats().Retransmits, uint64(4))
+	require.NotZero(t, p.A.Stats().Retransmits)
+}
