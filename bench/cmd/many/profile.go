@@ -23,38 +23,25 @@ func profilePeak(file string, die func(error)) (stop func()) {
 	var (
 		peak, livePeak uint64
 		best           bytes.Buffer
-		done           = make(chan struct{})
-		quit           = make(chan struct{})
 	)
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-tick.C:
-			}
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v <= peak+peak/16 {
-				continue
-			}
-			runtime.GC()
-			metrics.Read(sample)
-			peak = sample[0].Value.Uint64()
-			if peak > livePeak {
-				livePeak = peak
-				best.Reset()
-				if err := pprof.Lookup("heap").WriteTo(&best, 0); err != nil {
-					die(err)
-				}
+	stopSampling := every(100*time.Millisecond, func() {
+		metrics.Read(sample)
+		if v := sample[0].Value.Uint64(); v <= peak+peak/16 {
+			return
+		}
+		runtime.GC()
+		metrics.Read(sample)
+		peak = sample[0].Value.Uint64()
+		if peak > livePeak {
+			livePeak = peak
+			best.Reset()
+			if err := pprof.Lookup("heap").WriteTo(&best, 0); err != nil {
+				die(err)
 			}
 		}
-	}()
+	})
 	return func() {
-		close(quit)
-		<-done
+		stopSampling()
 		fmt.Fprintf(os.Stderr, "many: peak live heap %.1f MiB; heap profile in %s\n", float64(livePeak)/(1<<20), file)
 		if err := os.WriteFile(file, best.Bytes(), 0o644); err != nil {
 			die(err)
@@ -77,5 +64,28 @@ func profileCPU(file string, die func(error)) (stop func()) {
 		if err := f.Close(); err != nil {
 			die(err)
 		}
+	}
+}
+
+// every calls f every d in a goroutine of its own until the returned
+// function is called, which returns once f has returned for the last time.
+func every(d time.Duration, f func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				f()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
 }

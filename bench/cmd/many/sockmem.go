@@ -17,7 +17,7 @@ import (
 // kernel transport such as TCP keeps outside the process's RSS. It counts
 // every socket of the namespace: run the command in a namespace of its
 // own (unshare -n) for a figure of this process alone.
-func sockMem() (stop func() int64) {
+func sockMem() func() int64 {
 	f, err := os.Open("/proc/net/sockstat")
 	if err != nil {
 		return func() int64 { return -1 }
@@ -29,26 +29,14 @@ func sockMem() (stop func() int64) {
 		return func() int64 { return -1 }
 	}
 	peak := base
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		defer f.Close()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-tick.C:
-			}
-			if v, ok := readSockMem(f, buf); ok {
-				peak = max(peak, v)
-			}
+	stop := every(50*time.Millisecond, func() {
+		if v, ok := readSockMem(f, buf); ok {
+			peak = max(peak, v)
 		}
-	}()
+	})
 	return func() int64 {
-		close(quit)
-		<-done
+		stop()
+		f.Close()
 		return peak - base
 	}
 }
