@@ -7,67 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/rudpkit/rudp/internal/socket"
 	"github.com/stretchr/testify/require"
 )
-
-// TestBindGroupSpreads: bindGroup binds four sockets to one port, and the
-// kernel hands each of 32 sources' datagrams to one of them, in order,
-// and the sources to more than one (all to one of four: probability
-// 4 × 4⁻³²).
-func TestBindGroupSpreads(t *testing.T) {
-	pcs, err := bindGroup(t.Context(), "udp", "127.0.0.1:0", 4, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	require.Len(t, pcs, 4)
-	for _, pc := range pcs {
-		defer pc.Close()
-		require.Equal(t, pcs[0].LocalAddr().String(), pc.LocalAddr().String())
-	}
-	const sources, each = 32, 3
-	for range sources {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer c.Close()
-		for n := range each {
-			_, err := c.WriteTo(fmt.Appendf(nil, "%s %d", c.LocalAddr(), n), pcs[0].LocalAddr())
-			require.NoError(t, err)
-		}
-	}
-	at := map[string]int{}       // the socket each source reached
-	got := map[string][]string{} // each source's datagrams
-	used := 0
-	for i, pc := range pcs {
-		n := 0
-		buf := make([]byte, 100)
-		for {
-			require.NoError(t, pc.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
-			k, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-				break
-			}
-			src := from.String()
-			if j, ok := at[src]; ok {
-				require.Equal(t, j, i, "%v reached two sockets", src)
-			}
-			at[src] = i
-			got[src] = append(got[src], string(buf[:k]))
-			n++
-		}
-		if n > 0 {
-			used++
-		}
-	}
-	require.Len(t, got, sources)
-	for src, ds := range got {
-		require.Equal(t, []string{src + " 0", src + " 1", src + " 2"}, ds)
-	}
-	require.Greater(t, used, 1, "sources spread over the sockets")
-}
 
 // TestBindGroupPortInUse: a port bound by another socket, alone or in a
 // SO_REUSEPORT group of its own, fails the listen with EADDRINUSE, as
@@ -76,13 +21,13 @@ func TestBindGroupPortInUse(t *testing.T) {
 	plain, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer plain.Close()
-	other, err := bindGroup(t.Context(), "udp", "127.0.0.1:0", 2, slog.New(slog.DiscardHandler))
+	other, err := socket.BindGroup(t.Context(), "udp", "127.0.0.1:0", 2, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	for _, pc := range other {
 		defer pc.Close()
 	}
 	for _, addr := range []net.Addr{plain.LocalAddr(), other[0].LocalAddr()} {
-		_, err := bindGroup(t.Context(), "udp", addr.String(), 2, slog.New(slog.DiscardHandler))
+		_, err := socket.BindGroup(t.Context(), "udp", addr.String(), 2, slog.New(slog.DiscardHandler))
 		require.ErrorIs(t, err, syscall.EADDRINUSE, "%v", addr)
 		lc := ListenConfig{Sockets: 2}
 		_, err = lc.ListenStreams(t.Context(), "udp", addr.String())

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+
+	"github.com/rudpkit/rudp/internal/socket"
 )
 
 // Listen listens for rudp streams on the UDP address address, with the
@@ -22,7 +24,7 @@ type ListenConfig struct {
 	// Sockets is how many UDP sockets the listener binds to its address,
 	// each read by a goroutine of its own, so that receiving from many
 	// peers is spread over cores and over as many kernel receive buffers
-	// (socket.SocketBuffer, 4 MiB, each, where the kernel grants it): 0
+	// (4 MiB each, where the kernel grants it): 0
 	// means twice runtime.GOMAXPROCS(0) when the listener is made, at
 	// least 4 and at most MaxListenSockets; 1 means one socket. On two
 	// cores, 1,000 streams sending at once overflowed the buffers of two
@@ -32,8 +34,8 @@ type ListenConfig struct {
 	// which the kernel hands every datagram from one remote address and
 	// port to the same socket, so that each peer's datagrams are read in
 	// order by one goroutine. Elsewhere, or if the kernel refuses the
-	// group (logged at Debug by Config.Logger), the listener has one
-	// socket.
+	// group, the listener has one socket, and Config.Logger says why at
+	// Debug.
 	//
 	// The first socket binds the address alone, so that a port in use
 	// fails as with one socket, and then opens the group: from then on
@@ -114,7 +116,7 @@ func (lc *ListenConfig) listenSockets(ctx context.Context, network, address stri
 	if n == 0 {
 		n = min(max(2*runtime.GOMAXPROCS(0), 4), MaxListenSockets)
 	}
-	pcs, err := bindGroup(ctx, network, address, n, cfg.Logger)
+	pcs, err := socket.BindGroup(ctx, network, address, n, cfg.Logger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,15 +1,15 @@
 package socket
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // orderPeer records the datagrams it takes and the readers (by their
@@ -39,27 +39,6 @@ func (p *orderPeer) Refused(time.Time) {}
 func (p *orderPeer) Stopped()          {}
 func (p *orderPeer) TakesLarge() bool  { return false }
 
-// reusePortGroup binds n UDP sockets to one loopback port with
-// SO_REUSEPORT.
-func reusePortGroup(t *testing.T, n int) []net.PacketConn {
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		require.NoError(t, c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}))
-		return serr
-	}}
-	addr := "127.0.0.1:0"
-	var pcs []net.PacketConn
-	for range n {
-		pc, err := lc.ListenPacket(t.Context(), "udp", addr)
-		require.NoError(t, err)
-		addr = pc.LocalAddr().String()
-		pcs = append(pcs, pc)
-	}
-	return pcs
-}
-
 // TestEndpointSpread: an endpoint reading a SO_REUSEPORT group of three
 // sockets hands each of 24 peers its 50 datagrams in order, each peer's
 // through one reader, and the peers through more than one reader (the
@@ -67,7 +46,9 @@ func reusePortGroup(t *testing.T, n int) []net.PacketConn {
 // with probability 3 × 3⁻²⁴). Release closes every socket and stops
 // every reader.
 func TestEndpointSpread(t *testing.T) {
-	pcs := reusePortGroup(t, 3)
+	pcs, err := BindGroup(t.Context(), "udp", "127.0.0.1:0", 3, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Len(t, pcs, 3)
 	ep := NewEndpoint(pcs[0], false, MaxDatagram, slog.New(slog.DiscardHandler))
 	ep.Spread(pcs[1:])
 	const peers, each = 24, 50
@@ -120,4 +101,58 @@ func TestEndpointSpread(t *testing.T) {
 		_, err := pc.WriteTo([]byte{1}, clients[0].LocalAddr())
 		require.ErrorIs(t, err, net.ErrClosed, "socket %d", i)
 	}
+}
+
+// TestBindGroupSpreads: BindGroup binds four sockets to one port, and the
+// kernel hands each of 32 sources' datagrams to one of them, in order,
+// and the sources to more than one (all to one of four: probability
+// 4 × 4⁻³²).
+func TestBindGroupSpreads(t *testing.T) {
+	pcs, err := BindGroup(t.Context(), "udp", "127.0.0.1:0", 4, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Len(t, pcs, 4)
+	for _, pc := range pcs {
+		defer pc.Close()
+		require.Equal(t, pcs[0].LocalAddr().String(), pc.LocalAddr().String())
+	}
+	const sources, each = 32, 3
+	for range sources {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer c.Close()
+		for n := range each {
+			_, err := c.WriteTo(fmt.Appendf(nil, "%s %d", c.LocalAddr(), n), pcs[0].LocalAddr())
+			require.NoError(t, err)
+		}
+	}
+	at := map[string]int{}       // the socket each source reached
+	got := map[string][]string{} // each source's datagrams
+	used := 0
+	for i, pc := range pcs {
+		n := 0
+		buf := make([]byte, 100)
+		for {
+			require.NoError(t, pc.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+			k, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+				break
+			}
+			src := from.String()
+			if j, ok := at[src]; ok {
+				require.Equal(t, j, i, "%v reached two sockets", src)
+			}
+			at[src] = i
+			got[src] = append(got[src], string(buf[:k]))
+			n++
+		}
+		if n > 0 {
+			used++
+		}
+	}
+	require.Len(t, got, sources)
+	for src, ds := range got {
+		require.Equal(t, []string{src + " 0", src + " 1", src + " 2"}, ds)
+	}
+	require.Greater(t, used, 1, "sources spread over the sockets")
 }
