@@ -6,23 +6,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// grantBuffers asks for SocketBuffer bytes each way on uc and returns the
+// grantBuffers asks for BufferSize bytes each way on uc and returns the
 // receive buffer granted, in bytes (ok false if it cannot be read). Linux
 // grants at most net.core.rmem_max and wmem_max (208 KiB on many
 // systems); past them it grants SO_RCVBUFFORCE and SO_SNDBUFFORCE to a
 // process with CAP_NET_ADMIN, and refuses them, harmlessly, to others.
 func grantBuffers(uc *net.UDPConn) (int, bool) {
-	_ = uc.SetReadBuffer(SocketBuffer)
-	_ = uc.SetWriteBuffer(SocketBuffer)
+	_ = uc.SetReadBuffer(BufferSize)
+	_ = uc.SetWriteBuffer(BufferSize)
 	rc, err := uc.SyscallConn()
 	if err != nil {
 		return 0, false
 	}
 	got, ok := 0, false
 	_ = rc.Control(func(fd uintptr) {
-		if got, ok = recvBuffer(fd); ok && got < SocketBuffer {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, SocketBuffer)
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, SocketBuffer)
+		if got, ok = recvBuffer(fd); ok && got < BufferSize {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, BufferSize)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, BufferSize)
 			got, ok = recvBuffer(fd)
 		}
 	})

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSizeBuffers: a socket gets SocketBuffer bytes of receive buffer
+// TestSizeBuffers: a socket gets BufferSize bytes of receive buffer
 // where the system's maximum allows it, or the process may force it, and
 // otherwise the maximum, with one warning per process.
 func TestSizeBuffers(t *testing.T) {
@@ -36,13 +36,13 @@ func TestSizeBuffers(t *testing.T) {
 		var ok bool
 		require.NoError(t, rc.Control(func(fd uintptr) { got, ok = recvBuffer(fd) }))
 		require.True(t, ok)
-		if rmemMax >= SocketBuffer {
-			require.Equal(t, SocketBuffer, got)
-		} else if got != SocketBuffer { // not forced: no CAP_NET_ADMIN
+		if rmemMax >= BufferSize {
+			require.Equal(t, BufferSize, got)
+		} else if got != BufferSize { // not forced: no CAP_NET_ADMIN
 			require.Equal(t, rmemMax, got)
 		}
 		warned := strings.Count(logged.String(), "smaller UDP receive buffer")
-		if got < SocketBuffer {
+		if got < BufferSize {
 			require.Equal(t, 1, warned, "warned once per process")
 		} else {
 			require.Zero(t, warned)

@@ -38,7 +38,7 @@ type Socket struct {
 }
 
 // New wraps pc; connected says that pc is a connected *net.UDPConn, whose
-// sends carry no address. On a *net.UDPConn it asks for SocketBuffer
+// sends carry no address. On a *net.UDPConn it asks for BufferSize
 // bytes of kernel buffer each way (see sizeBuffers: log, if not nil, is
 // warned when the kernel grants less) and turns on the offloads and error
 // reports the system has.
