@@ -9,11 +9,8 @@ import (
 
 	"github.com/rudpkit/rudp"
 	"github.com/rudpkit/rudp/internal/impair"
+	"github.com/rudpkit/rudp/internal/socket"
 )
-
-// socketBuffer is the kernel buffer size asked for on each UDP socket, so
-// that a full window in flight fits.
-const socketBuffer = 4 << 20
 
 // closeWait bounds the wait for a closed conn to finish: rudp gives up on
 // a close after Config.Linger.
@@ -32,9 +29,10 @@ func openSocket(network, addr string, imp impair.Config) (net.PacketConn, error)
 	if imp.Loss == 0 && imp.Delay == 0 && imp.Jitter == 0 {
 		return uc, nil
 	}
-	// Best effort: the kernel caps these at its configured maximum.
-	_ = uc.SetReadBuffer(socketBuffer)
-	_ = uc.SetWriteBuffer(socketBuffer)
+	// The size rudp asks for on its own sockets; best effort: the kernel
+	// caps these at its configured maximum.
+	_ = uc.SetReadBuffer(socket.BufferSize)
+	_ = uc.SetWriteBuffer(socket.BufferSize)
 	return impair.New(uc, imp), nil
 }
 
